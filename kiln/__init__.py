@@ -1,0 +1,31 @@
+"""kiln: a tensor-program compiler written in Python.
+
+The layers (see DESIGN.md): `kiln.ir` (core), `kiln.tir` (tensor-level IR), `kiln.arith`
+(simplifier), `kiln.script` (TVMScript parser/printer), `kiln.target` (codegen), `kiln.runtime`
+(tvm-ffi runtime), `kiln.driver` (`kiln.build`). Importing `kiln` stays cheap: the heavier
+entry points are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "build": ("kiln.driver", "build"),
+    "tensor": ("kiln.runtime", "tensor"),
+    "empty": ("kiln.runtime", "empty"),
+    "cpu": ("kiln.runtime", "cpu"),
+    "cuda": ("kiln.runtime", "cuda"),
+    "Target": ("kiln.target", "Target"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'kiln' has no attribute {name!r}")

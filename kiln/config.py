@@ -1,0 +1,50 @@
+"""Every environment variable kiln reads is read here, and nowhere else.
+
+- `KILN_DEBUG`: 0 off; 1 verify after every pass; 2 also print IR after each pass; 3 also print
+  generated source.
+- `KILN_CC`: the C compiler to use (default: `cc`, then `gcc`, then `clang`).
+- `KILN_CACHE_DIR`: where compiled libraries are cached (default `~/.cache/kiln`).
+- `KILN_NUM_THREADS`: OpenMP threads for compiled CPU kernels (default: unset, OpenMP decides).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    """A snapshot of kiln's environment configuration."""
+
+    debug: int
+    cc: str | None
+    cache_dir: Path
+    num_threads: int | None
+
+
+def _int_env(name: str, default: int | None) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from e
+
+
+def load() -> Config:
+    """Read the environment now (tests may change it between calls)."""
+    cache = os.environ.get("KILN_CACHE_DIR") or str(Path.home() / ".cache" / "kiln")
+    return Config(
+        debug=_int_env("KILN_DEBUG", 0) or 0,
+        cc=os.environ.get("KILN_CC") or None,
+        cache_dir=Path(cache).expanduser(),
+        num_threads=_int_env("KILN_NUM_THREADS", None),
+    )
+
+
+def debug_level() -> int:
+    """The current `KILN_DEBUG` level."""
+    return load().debug

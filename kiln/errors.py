@@ -1,0 +1,64 @@
+"""The small set of exception types kiln raises.
+
+- `KilnError`: base of everything kiln raises on purpose.
+- `IRError`: IR built from wrong pieces (a Python float where an expression is required, a buffer
+  indexed with the wrong number of dimensions). Raised by constructors' conversion helpers.
+- `ScriptError`: the user's script is wrong; carries a span and prints file:line:col with a caret.
+- `VerifyError`: a module broke an IR invariant (a compiler bug, or hand-built IR that is wrong).
+- `ToolchainError`: the C compiler / NVRTC failed or is missing.
+"""
+
+from __future__ import annotations
+
+
+class KilnError(Exception):
+    """Base class of every error kiln raises on purpose."""
+
+
+class IRError(KilnError, TypeError):
+    """IR constructed from the wrong kind of value; the message says what was expected."""
+
+
+class VerifyError(KilnError):
+    """A module or function violates an IR invariant; the message names the offending node."""
+
+
+class ScriptError(KilnError, SyntaxError):
+    """A mistake in user script, reported at its source location with the line and a caret."""
+
+    def __init__(self, span: object, reason: str) -> None:
+        self.span = span
+        self.reason = reason
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        span = self.span
+        if span is None:
+            return self.reason
+        fname = getattr(span, "source_name", "<script>")
+        line, col = getattr(span, "line", 0), getattr(span, "column", 0)
+        text = getattr(span, "source_line", "") or ""
+        head = f"{fname}:{line}:{col}: error: {self.reason}"
+        if not text:
+            return head
+        end_col = getattr(span, "end_column", col + 1) or col + 1
+        width = max(1, end_col - col) if getattr(span, "end_line", line) == line else 1
+        caret = " " * max(0, col - 1) + "^" * width
+        return f"{head}\n    {text}\n    {caret}"
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class ToolchainError(KilnError):
+    """An external compiler failed or is missing: keeps the command, its stderr and the source."""
+
+    def __init__(self, cmd: list[str] | str, stderr: str, src_path: str | None = None) -> None:
+        self.cmd = cmd
+        self.stderr = stderr
+        self.src_path = src_path
+        shown = cmd if isinstance(cmd, str) else " ".join(cmd)
+        msg = f"compiler failed: {shown}\n{stderr.strip()}"
+        if src_path:
+            msg += f"\n(source kept at {src_path})"
+        super().__init__(msg)

@@ -1,0 +1,142 @@
+"""Pass infrastructure: `Pass`, `Sequential`, `PassContext` and pass instruments.
+
+A pass is a small named object mapping an `IRModule` to an `IRModule`; the context is passed
+explicitly. Instruments observe every pass (print the IR, verify it, time it); `PassContext` builds
+the debugging instruments for a `KILN_DEBUG` level when the caller gives it a verifier.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TextIO
+
+from kiln.errors import VerifyError
+from kiln.ir.module import IRModule
+
+
+class PassInstrument:
+    """Hooks run around each pass; override what you need."""
+
+    def before_pass(self, mod: IRModule, pass_: Pass) -> None:
+        """Called with the module a pass is about to receive."""
+
+    def after_pass(self, mod: IRModule, pass_: Pass) -> None:
+        """Called with the module a pass returned."""
+
+
+@dataclass
+class PrintAfterPass(PassInstrument):
+    """Prints the module after each pass (``KILN_DEBUG=2``)."""
+
+    stream: TextIO | None = None
+
+    def after_pass(self, mod: IRModule, pass_: Pass) -> None:
+        out = self.stream or sys.stderr
+        print(f"# ---- after {pass_.name} ----", file=out)
+        print(mod, file=out)
+
+
+@dataclass
+class VerifyAfterPass(PassInstrument):
+    """Runs a verifier after each pass and names the pass that broke the module."""
+
+    verify: Callable[[IRModule], None]
+
+    def after_pass(self, mod: IRModule, pass_: Pass) -> None:
+        try:
+            self.verify(mod)
+        except VerifyError as e:
+            raise VerifyError(f"after pass {pass_.name!r}: {e}") from e
+
+
+@dataclass
+class TimePasses(PassInstrument):
+    """Records seconds spent in each pass, by name."""
+
+    times: dict[str, float] = field(default_factory=dict)
+    _start: float = 0.0
+
+    def before_pass(self, mod: IRModule, pass_: Pass) -> None:
+        self._start = time.perf_counter()
+
+    def after_pass(self, mod: IRModule, pass_: Pass) -> None:
+        self.times[pass_.name] = self.times.get(pass_.name, 0.0) + time.perf_counter() - self._start
+
+
+@dataclass
+class PassContext:
+    """Options and instruments for one pipeline run; passed explicitly, never global."""
+
+    opt_level: int = 2
+    config: dict[str, Any] = field(default_factory=dict)
+    instruments: list[PassInstrument] = field(default_factory=list)
+    disabled: frozenset[str] = frozenset()
+
+    @staticmethod
+    def for_debug_level(
+        level: int, verify: Callable[[IRModule], None] | None = None, **kwargs: Any
+    ) -> PassContext:
+        """A context with the instruments of ``KILN_DEBUG=level`` (1 verify, 2 also print)."""
+        instruments: list[PassInstrument] = []
+        if level >= 1 and verify is not None:
+            instruments.append(VerifyAfterPass(verify))
+        if level >= 2:
+            instruments.append(PrintAfterPass())
+        return PassContext(instruments=instruments, **kwargs)
+
+
+class Pass:
+    """Base of module passes: subclasses set ``name`` and implement ``run``."""
+
+    name: ClassVar[str] = "pass"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        raise TypeError(f"{type(self).__name__} must implement run(mod, ctx)")
+
+    def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
+        ctx = ctx or PassContext()
+        if self.name in ctx.disabled:
+            return mod
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"pass {self.name!r} expects an IRModule, got {type(mod).__name__}")
+        for inst in ctx.instruments:
+            inst.before_pass(mod, self)
+        out = self.run(mod, ctx)
+        if not isinstance(out, IRModule):
+            raise TypeError(f"pass {self.name!r} returned {type(out).__name__}, not an IRModule")
+        for inst in ctx.instruments:
+            inst.after_pass(out, self)
+        return out
+
+
+@dataclass(frozen=True)
+class Sequential(Pass):
+    """Runs passes in order; instruments see each inner pass."""
+
+    passes: Sequence[Pass] = ()
+    seq_name: str = "sequential"
+    name: ClassVar[str] = "sequential"
+
+    def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
+        ctx = ctx or PassContext()
+        for p in self.passes:
+            mod = p(mod, ctx)
+        return mod
+
+
+@dataclass(frozen=True)
+class ModuleFunctionPass(Pass):
+    """Wraps a plain function ``(mod, ctx) -> mod`` as a named pass."""
+
+    fn: Callable[[IRModule, PassContext], IRModule] = field(default=lambda m, c: m)
+    pass_name: str = "module-function-pass"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self.fn(mod, ctx)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.pass_name

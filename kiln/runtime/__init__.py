@@ -1,0 +1,33 @@
+"""kiln's runtime: load and run compiled libraries through tvm-ffi, without the compiler.
+
+This layer imports only the standard library, numpy, tvm_ffi, `kiln.errors` and `kiln.config`;
+never `kiln.ir`, `kiln.tir` or anything above them, so a compiled artifact loads on its own.
+"""
+
+from kiln.runtime.module import (
+    FunctionNotFoundError,
+    Module,
+    build_module,
+    load_module,
+    metadata_c_source,
+)
+from kiln.runtime.tensor import Device, Tensor, cpu, cuda, empty, tensor, to_numpy
+from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c, find_compiler
+
+__all__ = [
+    "DEFAULT_FLAGS",
+    "Device",
+    "FunctionNotFoundError",
+    "Module",
+    "Tensor",
+    "build_module",
+    "compile_c",
+    "cpu",
+    "cuda",
+    "empty",
+    "find_compiler",
+    "load_module",
+    "metadata_c_source",
+    "tensor",
+    "to_numpy",
+]

@@ -1,0 +1,119 @@
+"""Devices and tensors over tvm-ffi: thin helpers, no tensor class of kiln's own.
+
+- `Device` is `tvm_ffi.Device` (a DLPack device type + index), so a device passes straight into
+  a compiled function as a `kTVMFFIDevice` argument. `cpu(i)` / `cuda(i)` build one.
+- `tensor(x)` / `empty(shape)` return a `tvm_ffi.Tensor`. Compiled functions also accept numpy
+  arrays and PyTorch tensors directly (tvm-ffi converts anything with `__dlpack__`), so these
+  helpers are for when a tvm-ffi tensor is wanted explicitly.
+- `to_numpy(t)` is kiln's own helper because `tvm_ffi.Tensor` has no `.numpy()` in tvm-ffi
+  0.1.15; it is `np.from_dlpack(t)`, a zero-copy view that keeps `t`'s memory alive.
+
+Copies to and from CUDA memory need kiln's CUDA runtime, which is not here yet: CUDA tensors
+made elsewhere (PyTorch, CuPy) are wrapped zero-copy, and other transfers raise `KilnError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tvm_ffi
+
+from kiln.errors import KilnError
+
+Device = tvm_ffi.Device
+"""A device: `.type` ("cpu", "cuda", ...), `.index`, `.dlpack_device_type()`."""
+
+Tensor = tvm_ffi.Tensor
+
+ALIGNMENT = 64
+"""Byte alignment of the data of tensors allocated by `empty` and of copies made by `tensor`."""
+
+_CPU = 1  # kDLCPU
+
+
+def cpu(id: int = 0) -> Device:
+    """The host CPU (DLPack kDLCPU)."""
+    return tvm_ffi.device("cpu", id)
+
+
+def cuda(id: int = 0) -> Device:
+    """NVIDIA GPU number `id` (DLPack kDLCUDA)."""
+    return tvm_ffi.device("cuda", id)
+
+
+def _dlpack_device(obj: Any) -> tuple[int, int] | None:
+    get = getattr(obj, "__dlpack_device__", None)
+    if get is None:
+        return None
+    dev_type, dev_id = get()
+    return int(dev_type), int(dev_id)
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """A C-contiguous numpy array whose data starts on an `ALIGNMENT`-byte boundary."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+def _from_numpy(array: np.ndarray) -> Tensor:
+    # NOTE: numpy refuses to export read-only arrays through DLPack 0.x, so those are copied.
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        copy = _aligned_empty(array.shape, array.dtype)
+        copy[...] = array
+        array = copy
+    try:
+        return tvm_ffi.from_dlpack(array)
+    except Exception as e:
+        raise KilnError(f"cannot make a tensor of numpy dtype {array.dtype}: {e}") from e
+
+
+def _check_cpu(device: Device, what: str) -> None:
+    if device.dlpack_device_type() != _CPU:
+        raise KilnError(
+            f"{what} on {device} needs kiln's CUDA runtime, which is not available yet; "
+            "pass a tensor created on that device by PyTorch or CuPy instead"
+        )
+
+
+def tensor(data: Any, device: Device | None = None) -> Tensor:
+    """A C-contiguous tvm-ffi tensor holding `data` (numpy array, DLPack object, or nested list).
+
+    Zero-copy when `data` already lives on `device` and is C-contiguous (numpy arrays keep their
+    own alignment); otherwise a contiguous, `ALIGNMENT`-aligned copy. `device` defaults to CPU.
+    """
+    device = cpu() if device is None else device
+    if isinstance(data, Tensor) and data.device == device and data.is_contiguous():
+        return data
+    where = _dlpack_device(data)
+    want = (device.dlpack_device_type(), device.index)
+    if where is not None and where == want and not isinstance(data, np.ndarray):
+        t = tvm_ffi.from_dlpack(data)
+        if t.is_contiguous():
+            return t
+    _check_cpu(device, "copying data")
+    if where is not None and where[0] != _CPU:
+        raise KilnError(f"copying a tensor from device {where} to the CPU is not supported yet")
+    array = np.from_dlpack(data) if where is not None else np.asarray(data)
+    return _from_numpy(array)
+
+
+def empty(
+    shape: Sequence[int], dtype: str | np.dtype[Any] = "float32", device: Device | None = None
+) -> Tensor:
+    """An uninitialized C-contiguous tensor with `ALIGNMENT`-byte aligned data."""
+    device = cpu() if device is None else device
+    _check_cpu(device, "allocating memory")
+    np_dtype = np.dtype(dtype)
+    return _from_numpy(_aligned_empty(tuple(int(s) for s in shape), np_dtype))
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A numpy view of CPU tensor `t` (zero-copy; the view keeps the memory alive)."""
+    where = _dlpack_device(t)
+    if where is not None and where[0] != _CPU:
+        raise KilnError(f"to_numpy: tensor lives on device {where}; copy it to the CPU first")
+    return np.from_dlpack(t)

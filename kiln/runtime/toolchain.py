@@ -1,0 +1,226 @@
+"""Compile generated C into a shared library, with an on-disk cache keyed by content.
+
+`compile_c(source)` returns the path of a shared library built from `source`. The command is
+
+    <cc> <flags> -I<tvm-ffi include> <stem>.c -o <tmp>
+         -L<tvm-ffi lib dir> -ltvm_ffi -Wl,-rpath,<tvm-ffi lib dir> -Wl,--no-undefined -lm
+
+where `<flags>` defaults to `-O3 -march=native -fopenmp -fPIC -shared`; given flags replace that
+list, and `-fPIC -shared` are added to them when missing.
+
+Cache layout (all in `config.load().cache_dir`), for `key = sha256(source, flags, compiler
+version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
+
+- `<stem>.c`: the source, kept so users can read it and so compiler messages point at a real file;
+- `<stem>.so`: the library;
+- `<stem>.so.sha256`: hex sha256 of the library bytes; an entry is valid only when it matches;
+- `<stem>.lock`: an advisory `flock` lock serializing builders of the same key.
+
+Invariants:
+- A library path returned by `compile_c` was verified against its sidecar digest.
+- Files are only ever published with `os.replace` from a temp file in the same directory, so a
+  reader never sees a half-written `.so`; concurrent builders of one key compile once (the others
+  wait on the lock, then find the entry) and leave exactly one `.so`.
+- A corrupted entry (digest mismatch, missing sidecar) is rebuilt.
+- Compiler failures raise `ToolchainError(cmd, stderr, src_path)` with `src_path` the kept `.c`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import tvm_ffi.libinfo
+
+from kiln import config
+from kiln.errors import ToolchainError
+
+DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared")
+"""Code-generation flags used when `compile_c` gets `flags=None`."""
+
+_REQUIRED_FLAGS: tuple[str, ...] = ("-fPIC", "-shared")
+_CANDIDATES: tuple[str, ...] = ("cc", "gcc", "clang")
+_FIX_HINT = "Fix: install a C compiler (e.g. `apt-get install gcc`) or set KILN_CC to its path."
+
+
+def find_compiler() -> list[str]:
+    """The C compiler command: `KILN_CC` (may hold arguments, e.g. "ccache gcc"), else the first
+    of cc, gcc, clang found on PATH. Raises `ToolchainError` explaining the fix when none exists."""
+    configured = config.load().cc
+    if configured is not None:
+        argv = shlex.split(configured)
+        exe = shutil.which(argv[0]) if argv else None
+        if exe is None:
+            msg = (
+                f"no C compiler found: KILN_CC is set to {configured!r}, which is not an "
+                f"executable. {_FIX_HINT} Or unset KILN_CC to search PATH for cc, gcc, clang."
+            )
+            raise ToolchainError(configured, msg)
+        return [exe, *argv[1:]]
+    for name in _CANDIDATES:
+        exe = shutil.which(name)
+        if exe is not None:
+            return [exe]
+    msg = f"no C compiler found: none of {', '.join(_CANDIDATES)} is on PATH. {_FIX_HINT}"
+    raise ToolchainError(" | ".join(_CANDIDATES), msg)
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(cc: tuple[str, ...]) -> str:
+    """The output of `<cc> --version`, memoized per process (part of the cache key)."""
+    cmd = [*cc, "--version"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise ToolchainError(cmd, f"cannot run the C compiler: {e}. {_FIX_HINT}") from e
+    if proc.returncode != 0:
+        raise ToolchainError(cmd, proc.stderr or proc.stdout)
+    return proc.stdout
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_identity() -> str:
+    """Model name and feature flags of this CPU, so `-march=native` builds never cross machines
+    that share a cache directory."""
+    # NOTE: /proc/cpuinfo is Linux-only; elsewhere the key just lacks this part.
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return ""
+    keep = ("model name", "flags", "Features", "CPU part")
+    lines = [ln for ln in text.splitlines() if ln.split(":")[0].strip() in keep]
+    return "\n".join(dict.fromkeys(lines))
+
+
+def tvm_ffi_compile_flags() -> tuple[str, ...]:
+    """Include flags for `<tvm/ffi/c_api.h>` and `<dlpack/dlpack.h>`."""
+    incs = dict.fromkeys(
+        [tvm_ffi.libinfo.find_include_path(), tvm_ffi.libinfo.find_dlpack_include_path()]
+    )
+    return tuple(f"-I{p}" for p in incs)
+
+
+def tvm_ffi_link_flags() -> tuple[str, ...]:
+    """Link against libtvm_ffi (reused when already loaded) and refuse undefined symbols."""
+    # NOTE: the library is dlopen'ed RTLD_LAZY; an unresolved function symbol would abort the
+    # process at its first call. `--no-undefined` turns that into a compile-time error instead.
+    libdir = str(Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent)
+    return (f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}", "-Wl,--no-undefined", "-lm")
+
+
+def _resolve_flags(flags: tuple[str, ...] | None) -> tuple[str, ...]:
+    if flags is None:
+        return DEFAULT_FLAGS
+    return tuple(flags) + tuple(f for f in _REQUIRED_FLAGS if f not in flags)
+
+
+def cache_key(source: str, flags: tuple[str, ...], cc: tuple[str, ...]) -> str:
+    """sha256 over the source, the full flag list, the compiler version and (for
+    `-march=native`) the CPU identity."""
+    h = hashlib.sha256()
+    parts = [source, "\0".join(flags), "\0".join(cc), compiler_version(cc)]
+    if any(f.startswith("-march=native") or f.startswith("-mcpu=native") for f in flags):
+        parts.append(_cpu_identity())
+    for part in parts:
+        data = part.encode()
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _is_valid_entry(lib: Path, digest: Path) -> bool:
+    try:
+        expected = digest.read_text().strip()
+        return bool(expected) and _sha256_file(lib) == expected
+    except OSError:
+        return False
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see either the old file or the whole new one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -> None:
+    """Compile `src` into a temp file beside `lib`, then publish it and its digest."""
+    fd, tmp_name = tempfile.mkstemp(dir=lib.parent, prefix=f".{lib.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    cmd = [*cc, *flags, *tvm_ffi_compile_flags(), str(src), "-o", str(tmp), *tvm_ffi_link_flags()]
+    try:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        except OSError as e:
+            raise ToolchainError(cmd, f"cannot run the C compiler: {e}", str(src)) from e
+        if proc.returncode != 0:
+            raise ToolchainError(cmd, proc.stderr or proc.stdout, str(src))
+        digest = _sha256_file(tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, lib)
+        _atomic_write(lib.with_name(lib.name + ".sha256"), (digest + "\n").encode())
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _stem(name_hint: str, key: str) -> str:
+    hint = re.sub(r"[^A-Za-z0-9_]+", "_", name_hint)[:48] or "kiln"
+    return f"{hint}-{key[:32]}"
+
+
+def compile_c(
+    source: str, *, flags: tuple[str, ...] | None = None, name_hint: str = "kiln"
+) -> Path:
+    """Compile C `source` to a shared library and return its cached path (see module docstring).
+
+    `flags` replaces `DEFAULT_FLAGS` (`-fPIC -shared` are kept); tvm-ffi include and link flags
+    are always added.
+    """
+    cc = find_compiler()
+    full_flags = _resolve_flags(flags)
+    key = cache_key(source, full_flags, tuple(cc))
+    cache_dir = config.load().cache_dir
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    stem = _stem(name_hint, key)
+    lib = cache_dir / f"{stem}.so"
+    digest = cache_dir / f"{stem}.so.sha256"
+    if _is_valid_entry(lib, digest):
+        return lib
+    with _locked(cache_dir / f"{stem}.lock"):
+        if _is_valid_entry(lib, digest):  # another process built it while we waited
+            return lib
+        src = cache_dir / f"{stem}.c"
+        _atomic_write(src, source.encode())
+        _run_compiler(cc, full_flags, src, lib)
+    return lib

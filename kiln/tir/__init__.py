@@ -1,0 +1,88 @@
+"""The tensor-level IR: expressions, statements, buffers, PrimFuncs, builtins, visitors."""
+
+from kiln.tir import builtin
+from kiln.tir.analysis import get_type, verify_well_formed
+from kiln.tir.buffer import Buffer, decl_buffer
+from kiln.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    SizeVar,
+    StringImm,
+    Sub,
+    Var,
+    const,
+    convert,
+)
+from kiln.tir.function import PrimFunc
+from kiln.tir.functor import Mutator, Visitor, post_order_visit, pre_order_nodes, substitute
+from kiln.tir.op import (
+    access_ptr,
+    address_of,
+    call_cpacked,
+    call_extern,
+    call_intrin,
+    call_packed,
+    call_pure_extern,
+    cast,
+    exp,
+    floordiv,
+    floormod,
+    if_then_else,
+    isnullptr,
+    math,
+    max_value,
+    min_value,
+    reinterpret,
+    sqrt,
+    truncdiv,
+    truncmod,
+    type_annotation,
+)
+from kiln.tir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IterKind,
+    IterVar,
+    LetStmt,
+    Range,
+    SeqStmt,
+    Stmt,
+    While,
+    seq,
+)
+from kiln.tir.type import VOID, PointerType, PrimType, TupleType, pointer_to
+
+__all__ = [name for name in dir() if not name.startswith("_")]

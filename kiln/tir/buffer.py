@@ -1,0 +1,118 @@
+"""`Buffer`: a typed, shaped view of memory reached through a data pointer variable.
+
+The storage scope lives on the data variable's pointer type (``T.handle("float32", "shared")``).
+Strides are empty for a compact row-major buffer. A buffer is a binder: compared by where it is
+declared (parameter buffer map, `DeclBuffer`), never by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kiln.errors import IRError
+from kiln.ir.dtype import DataType
+from kiln.ir.node import Node
+from kiln.ir.span import Span
+from kiln.tir.expr import INT32, BufferLoad, PrimExpr, Var, convert
+from kiln.tir.type import PointerType, PrimType
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Buffer(Node):
+    """A multi-dimensional view of ``data`` with element type ``dtype``."""
+
+    data: Var
+    dtype: DataType
+    shape: tuple[PrimExpr, ...]
+    strides: tuple[PrimExpr, ...] = ()
+    elem_offset: PrimExpr | None = None
+    name: str = "buffer"
+    data_alignment: int = 64
+    offset_factor: int = 1
+    axis_separators: tuple[int, ...] = ()
+    span: Span | None = None
+    _binder: ClassVar[bool] = True
+    _ignore_fields: ClassVar[tuple[str, ...]] = ("name", "span")
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, Var):
+            raise IRError(f"Buffer {self.name!r}: data must be a handle Var, got {self.data!r}")
+        if not isinstance(self.dtype, DataType):
+            object.__setattr__(self, "dtype", DataType.parse(self.dtype))
+        object.__setattr__(self, "shape", _exprs(self.shape, f"Buffer {self.name!r} shape"))
+        object.__setattr__(self, "strides", _exprs(self.strides, f"Buffer {self.name!r} strides"))
+        if self.elem_offset is not None:
+            object.__setattr__(self, "elem_offset", convert(self.elem_offset))
+
+    @property
+    def scope(self) -> str:
+        """The storage scope of the data pointer ("global" by default)."""
+        ty = self.data.type_annotation
+        return ty.scope if isinstance(ty, PointerType) else "global"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices: Any) -> BufferLoad:
+        return BufferLoad(self, indices if isinstance(indices, tuple) else (indices,))
+
+    def vload(self, indices: Any, dtype: str | DataType | None = None) -> BufferLoad:
+        load = self[indices]
+        return load if dtype is None else BufferLoad(self, load.indices, DataType.parse(dtype))
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name!r}, {self.dtype}, ndim={len(self.shape)}, scope={self.scope!r})"
+
+
+def _exprs(values: Any, what: str) -> tuple[PrimExpr, ...]:
+    if isinstance(values, (int, PrimExpr)):
+        values = (values,)
+    if not isinstance(values, (tuple, list)):
+        raise IRError(f"{what}: expected a tuple of integers or expressions, got {values!r}")
+    out = []
+    for v in values:
+        if isinstance(v, float) or (isinstance(v, PrimExpr) and not v.dtype.is_integer):
+            raise IRError(f"{what}: every extent must be an integer, got {v!r}")
+        out.append(convert(v))
+    return tuple(out)
+
+
+def decl_buffer(
+    shape: Any,
+    dtype: str | DataType = "float32",
+    name: str = "buffer",
+    data: Var | None = None,
+    strides: Any = (),
+    elem_offset: Any = None,
+    scope: str = "",
+    data_alignment: int = 64,
+    offset_factor: int = 1,
+    axis_separators: tuple[int, ...] = (),
+    span: Span | None = None,
+) -> Buffer:
+    """A new buffer; makes its data pointer variable (``<name>_data``) unless ``data`` is given."""
+    dt = DataType.parse(dtype)
+    if scope == "global":
+        scope = ""
+    if data is None:
+        data = Var(f"{name}_data", PointerType(PrimType(dt), scope), span=span)
+    shape = (shape,) if isinstance(shape, (int, PrimExpr)) else tuple(shape)
+    return Buffer(
+        data,
+        dt,
+        shape,
+        tuple(strides or ()),
+        elem_offset,
+        name,
+        data_alignment,
+        offset_factor,
+        tuple(axis_separators),
+        span,
+    )
+
+
+def index_dtype_of(shape: tuple[PrimExpr, ...]) -> DataType:
+    """int64 when any dimension is int64, else int32."""
+    return DataType("int", 64) if any(s.dtype.bits == 64 for s in shape) else INT32

@@ -1,0 +1,150 @@
+"""Visitor and mutator bases for TIR (name-based dispatch), and substitution helpers.
+
+`Visitor.visit(n)` calls ``visit_<ClassName>`` when defined, else visits the children.
+`Mutator.visit(n)` returns ``n`` itself when nothing below changed, so callers detect a fixpoint
+with ``is``. Tuples and `FrozenMap` fields are walked element-wise; other values are left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+from kiln.ir.node import FrozenMap, Node
+
+
+class Visitor:
+    """Read-only traversal; override ``visit_<ClassName>`` and call ``generic_visit`` to recurse."""
+
+    def __init__(self) -> None:
+        self._dispatch: dict[type, Callable[[Any], Any]] = {}
+
+    def visit(self, n: Any) -> None:
+        fn = self._dispatch.get(type(n))
+        if fn is None:
+            fn = getattr(self, f"visit_{type(n).__name__}", self.generic_visit)
+            self._dispatch[type(n)] = fn
+        fn(n)
+
+    def generic_visit(self, n: Any) -> None:
+        if isinstance(n, Node):
+            for name in n.field_names():
+                if name != "span":
+                    self._visit_value(getattr(n, name))
+        else:
+            self._visit_value(n)
+
+    def _visit_value(self, v: Any) -> None:
+        if isinstance(v, Node):
+            self.visit(v)
+        elif isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, (Node, tuple)):
+                    self._visit_value(x)
+        elif isinstance(v, FrozenMap):
+            for k, x in v.items():
+                if isinstance(k, Node):
+                    self.visit(k)
+                if isinstance(x, Node):
+                    self.visit(x)
+
+
+class Mutator:
+    """Rewriting traversal that preserves identity of unchanged subtrees."""
+
+    def __init__(self) -> None:
+        self._dispatch: dict[type, Callable[[Any], Any]] = {}
+
+    def visit(self, n: Any) -> Any:
+        fn = self._dispatch.get(type(n))
+        if fn is None:
+            fn = getattr(self, f"visit_{type(n).__name__}", self.generic_visit)
+            self._dispatch[type(n)] = fn
+        return fn(n)
+
+    def generic_visit(self, n: Any) -> Any:
+        if not isinstance(n, Node):
+            return self._mutate_value(n)
+        changes: dict[str, Any] = {}
+        for name in n.field_names():
+            if name == "span":
+                continue
+            old = getattr(n, name)
+            new = self._mutate_value(old)
+            if new is not old:
+                changes[name] = new
+        return replace(n, **changes) if changes else n  # type: ignore[type-var]
+
+    def _mutate_value(self, v: Any) -> Any:
+        if isinstance(v, Node):
+            return self.visit(v)
+        if isinstance(v, tuple):
+            new = tuple(self._mutate_value(x) if isinstance(x, (Node, tuple)) else x for x in v)
+            return v if all(a is b for a, b in zip(new, v)) else new
+        if isinstance(v, FrozenMap):
+            items = [
+                (
+                    self._mutate_value(k) if isinstance(k, Node) else k,
+                    self._mutate_value(x) if isinstance(x, Node) else x,
+                )
+                for k, x in v.items()
+            ]
+            same = all(k is k0 and x is x0 for (k, x), (k0, x0) in zip(items, v.items()))
+            return v if same else type(v)(dict(items))
+        return v
+
+
+def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
+    """Call ``fn`` on every node below and including ``node``, children first."""
+
+    class _V(Visitor):
+        def visit(self, n: Any) -> None:
+            super().visit(n)
+            fn(n)
+
+    _V().visit(node)
+
+
+def pre_order_nodes(node: Any) -> list[Any]:
+    """Every node below and including ``node``, parents first."""
+    out: list[Any] = []
+
+    class _V(Visitor):
+        def visit(self, n: Any) -> None:
+            out.append(n)
+            super().visit(n)
+
+    _V().visit(node)
+    return out
+
+
+class Substitute(Mutator):
+    """Replace variables (by identity) with expressions; buffers whose parts change are rebuilt."""
+
+    def __init__(self, vmap: dict[Any, Any]) -> None:
+        super().__init__()
+        self.vmap = vmap
+
+    def visit_Var(self, v: Any) -> Any:
+        return self.vmap.get(v, v)
+
+    def visit_SizeVar(self, v: Any) -> Any:
+        return self.vmap.get(v, v)
+
+
+def substitute(node: Any, vmap: dict[Any, Any]) -> Any:
+    """``node`` with each variable of ``vmap`` replaced; Python numbers become immediates."""
+    from kiln.tir.expr import convert
+
+    if not vmap:
+        return node
+    fixed = {k: (convert(v, k.dtype) if not isinstance(v, Node) else v) for k, v in vmap.items()}
+    return Substitute(fixed).visit(node)
+
+
+def substitute_func(func: Any, values: dict[Any, Any]) -> Any:
+    """A PrimFunc with parameters / symbolic dims bound to values and removed from params."""
+    new = substitute(func, values)
+    params = tuple(p for p in new.params if p not in values)
+    bmap = FrozenMap({k: b for k, b in new.buffer_map.items() if k in params})
+    return replace(new, params=params, buffer_map=bmap)
