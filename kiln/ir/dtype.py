@@ -35,7 +35,7 @@ class DataType:
 
     @staticmethod
     def parse(text: str | DataType) -> DataType:
-        """Parse ``"float32"``, ``"int8x16"``, ``"bool"``, ``"handle"``... or pass a DataType through."""
+        """Parse ``"float32"``, ``"int8x16"``, ``"bool"``...; a DataType passes through."""
         if isinstance(text, DataType):
             return text
         if not isinstance(text, str):

@@ -67,8 +67,12 @@ def register_printer(fn: Callable[..., str]) -> None:
 
 
 def repr_short(node: Any) -> str:
-    """A one-line description of a node for error messages."""
+    """A one-line description of a node for error messages: its kind, the name it carries or
+    defines (a loop's variable, a store's buffer), and its source location when known."""
     name = getattr(node, "name", None) or getattr(node, "name_hint", None)
+    for field in ("loop_var", "var", "buffer", "buffer_var"):
+        if name is None and hasattr(node, field):
+            name = getattr(getattr(node, field), "name", None)
     kind = type(node).__name__
     span = getattr(node, "span", None)
     where = f" at {span}" if span is not None else ""

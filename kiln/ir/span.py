@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A region of a source file: 1-based line and column, end exclusive; the line's text if known."""
+    """A region of a source file: 1-based line and column (end exclusive) and the line's text."""
 
     source_name: str
     line: int

@@ -115,7 +115,7 @@ _ORDER: dict[type, tuple[str, ...]] = {}
 
 
 def _compare_order(cls: type[Node]) -> tuple[str, ...]:
-    """Fields to compare: defining fields first (a definition precedes its uses), ignored ones out."""
+    """Fields to compare, defining fields first (a definition precedes its uses)."""
     order = _ORDER.get(cls)
     if order is None:
         names = [n for n in cls.field_names() if n not in cls._ignore_fields]

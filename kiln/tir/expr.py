@@ -147,7 +147,8 @@ def convert(value: Any, dtype: DataType | str | None = None) -> PrimExpr:
     if isinstance(value, float):
         if dt is None:
             raise IRError(
-                f"cannot use the Python float {value!r} as an expression: no dtype can be inferred; "
+                f"cannot use the Python float {value!r} as an expression: "
+                "no dtype can be inferred; "
                 "write tir.const(value, 'float32') or T.float32(value)"
             )
         if not dt.is_float:

@@ -144,7 +144,8 @@ def substitute(node: Any, vmap: dict[Any, Any]) -> Any:
 
 def substitute_func(func: Any, values: dict[Any, Any]) -> Any:
     """A PrimFunc with parameters / symbolic dims bound to values and removed from params."""
-    new = substitute(func, values)
-    params = tuple(p for p in new.params if p not in values)
-    bmap = FrozenMap({k: b for k, b in new.buffer_map.items() if k in params})
-    return replace(new, params=params, buffer_map=bmap)
+    params = tuple(p for p in func.params if p not in values)
+    bmap = FrozenMap(
+        {k: substitute(b, values) for k, b in func.buffer_map.items() if k not in values}
+    )
+    return replace(func, params=params, buffer_map=bmap, body=substitute(func.body, values))

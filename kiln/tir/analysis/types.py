@@ -12,7 +12,7 @@ from kiln.tir.type import PointerType, PrimType, TupleType
 
 
 def get_type(e: PrimExpr) -> PrimType | PointerType | TupleType:
-    """The type of ``e``: a variable's annotation, a typed pointer for pointer builtins, else prim."""
+    """The type of ``e``: a var's annotation, a typed pointer for pointer builtins, else prim."""
     if isinstance(e, Var):
         return e.type_annotation or PrimType(e.dtype)
     if isinstance(e, Call) and isinstance(e.op, Op):

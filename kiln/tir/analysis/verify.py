@@ -46,6 +46,7 @@ from kiln.tir.stmt import (
     IfThenElse,
     IterVar,
     LetStmt,
+    Stmt,
     While,
 )
 
@@ -122,6 +123,10 @@ class _Checker(Visitor):
     def generic_visit(self, n: Any) -> None:
         if isinstance(n, BinaryOp):
             self.check_binary(n)
+        for field in ("body", "then_case", "else_case"):
+            child = getattr(n, field, None)
+            if child is not None and not isinstance(child, (Stmt, PrimExpr)):
+                self.err(n, f"{field} must be a statement, got {type(child).__name__}")
         super().generic_visit(n)
 
     def check_binary(self, n: BinaryOp) -> None:
@@ -297,6 +302,8 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> list[str]
                 c.err(func, f"buffer_map key {getattr(param, 'name', param)!r} is not a parameter")
             define_buffer_vars(c, buf)
             c.declare_buffer(buf, func)
+        if not isinstance(func.body, Stmt):
+            c.err(func, f"body must be a statement, got {type(func.body).__name__}")
         c.visit(func.body)
     except Exception as e:  # the verifier reports; it never crashes on malformed input
         c.errors.append(f"{name}: malformed IR ({type(e).__name__}: {e})")

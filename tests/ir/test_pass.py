@@ -1,0 +1,62 @@
+"""Pass infrastructure: sequencing, instruments, the debug-level context, pass errors."""
+
+import io
+from dataclasses import replace
+
+import pytest
+
+from kiln import tir
+from kiln.errors import VerifyError
+from kiln.ir import IRModule, Pass, PassContext, PrintAfterPass, Sequential, TimePasses
+from tests.tir.builders import caller_module
+
+
+class RenameAttr(Pass):
+    name = "rename-attr"
+
+    def run(self, mod, ctx):
+        return mod.with_attr("seen", mod.get_attr("seen", 0) + 1)
+
+
+class BreakIt(Pass):
+    name = "break-it"
+
+    def run(self, mod, ctx):
+        f = mod["main"]
+        return mod.update("main", replace(f, body=tir.Evaluate(tir.Var("ghost"))))
+
+
+def test_sequential_runs_in_order_and_instruments_see_each_pass():
+    timer = TimePasses()
+    out = io.StringIO()
+    ctx = PassContext(instruments=[timer, PrintAfterPass(out)])
+    mod = Sequential([RenameAttr(), RenameAttr()])(caller_module(), ctx)
+    assert mod.get_attr("seen") == 2
+    assert list(timer.times) == ["rename-attr"]
+    assert out.getvalue().count("after rename-attr") == 2
+
+
+def test_debug_level_one_verifies_and_names_the_pass():
+    ctx = PassContext.for_debug_level(1, verify=tir.verify_well_formed)
+    with pytest.raises(VerifyError, match="(?s)after pass .break-it.*ghost"):
+        Sequential([RenameAttr(), BreakIt()])(caller_module(), ctx)
+
+
+def test_level_zero_has_no_instruments_and_disabled_passes_skip():
+    assert PassContext.for_debug_level(0, verify=tir.verify_well_formed).instruments == []
+    ctx = PassContext(disabled=frozenset({"rename-attr"}))
+    assert RenameAttr()(caller_module(), ctx).get_attr("seen") is None
+
+
+def test_pass_type_errors():
+    with pytest.raises(TypeError, match="expects an IRModule"):
+        RenameAttr()("not a module")  # type: ignore[arg-type]
+
+    class Bad(Pass):
+        name = "bad"
+
+        def run(self, mod, ctx):
+            return None
+
+    with pytest.raises(TypeError, match="returned NoneType"):
+        Bad()(IRModule())

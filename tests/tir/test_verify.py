@@ -1,0 +1,139 @@
+"""The verifier accepts good functions and rejects each kind of malformed one, naming the node."""
+
+import pytest
+
+from kiln import tir
+from kiln.errors import VerifyError
+from kiln.ir import GlobalVar, IRModule
+from tests.tir.builders import caller_module, matmul_relu, symbolic_add
+
+
+@pytest.mark.parametrize("make", [matmul_relu, caller_module, symbolic_add])
+def test_good_ir_passes(make):
+    assert tir.verify_well_formed(make()) == []
+
+
+def _func(body, params=(), bmap=None):
+    return tir.PrimFunc(tuple(params), body, buffer_map=bmap or {}, attrs={"global_symbol": "f"})
+
+
+def _fails(obj, *needles):
+    with pytest.raises(VerifyError) as e:
+        tir.verify_well_formed(obj)
+    for n in needles:
+        assert n in str(e.value), str(e.value)
+    return str(e.value)
+
+
+def test_use_before_definition():
+    x = tir.Var("x")
+    _fails(_func(tir.Evaluate(x + 1)), "Var 'x'", "used before it is defined")
+
+
+def test_use_out_of_scope():
+    i = tir.Var("i")
+    loop = tir.For(i, 0, 4, tir.ForKind.SERIAL, tir.Evaluate(i))
+    _fails(_func(tir.seq(loop, tir.Evaluate(i))), "variable 'i' is used before")
+
+
+def test_variable_defined_twice():
+    i = tir.Var("i")
+    inner = tir.For(i, 0, 2, tir.ForKind.SERIAL, tir.Evaluate(i))
+    _fails(_func(tir.For(i, 0, 2, tir.ForKind.SERIAL, inner)), "For 'i'", "defined more than once")
+
+
+def test_let_redefines_parameter():
+    n = tir.Var("n")
+    _fails(_func(tir.LetStmt(n, 1, tir.Evaluate(n)), params=(n,)), "LetStmt", "more than once")
+
+
+def test_undeclared_buffer():
+    B = tir.decl_buffer((4,), "float32", "B")
+    store = tir.BufferStore(B, tir.const(1.0), (0,))
+    _fails(_func(store), "BufferStore", "buffer 'B' is used but never declared")
+
+
+def test_load_from_undeclared_buffer_named():
+    a_h = tir.Var("A", "handle")
+    A = tir.decl_buffer((4,), "float32", "A")
+    ghost = tir.decl_buffer((4,), "float32", "ghost")
+    body = tir.BufferStore(A, ghost[0], (0,))
+    _fails(_func(body, (a_h,), {a_h: A}), "BufferLoad", "'ghost'")
+
+
+def test_stored_dtype_must_match_buffer():
+    a_h = tir.Var("A", "handle")
+    A = tir.decl_buffer((4,), "float32", "A")
+    bad = tir.BufferStore(A, tir.const(1.0, "float32"), (0,))
+    object.__setattr__(bad, "value", tir.const(1, "int32"))  # bypass the constructor's conversion
+    _fails(_func(bad, (a_h,), {a_h: A}), "stores a int32 value into buffer 'A' of float32")
+
+
+def test_loop_bound_dtype_mismatch():
+    i = tir.Var("i", "int64")
+    loop = tir.For(i, 0, 4, tir.ForKind.SERIAL, tir.Evaluate(0))
+    object.__setattr__(loop, "extent", tir.const(4, "int32"))
+    _fails(_func(loop), "For 'i'", "loop bound dtype int32")
+
+
+def test_operand_dtype_mismatch_reported_not_crashed():
+    add = tir.Add(tir.const(1), tir.const(2))
+    object.__setattr__(add, "b", tir.const(2, "int64"))
+    _fails(_func(tir.Evaluate(add)), "Add", "operand dtypes differ")
+
+
+def test_thread_extent_inconsistent_in_one_kernel():
+    tx = tir.IterVar(tir.Range(0, 32), tir.Var("tx"), thread_tag="threadIdx.x")
+    i = tir.Var("i")
+    loop = tir.For(
+        i,
+        0,
+        64,
+        tir.ForKind.THREAD_BINDING,
+        tir.Evaluate(i),
+        thread_binding=tir.IterVar(tir.Range(0, 64), i, thread_tag="threadIdx.x"),
+    )
+    kernel = tir.AttrStmt(tx, "thread_extent", 32, loop)
+    msg = _fails(_func(kernel), "threadIdx.x")
+    assert "bound again inside its own binding" in msg
+
+
+def test_sibling_kernels_may_use_different_extents():
+    def kernel(n):
+        tx = tir.IterVar(tir.Range(0, n), tir.Var("tx"), thread_tag="threadIdx.x")
+        return tir.AttrStmt(tx, "thread_extent", n, tir.Evaluate(tx.var))
+
+    assert tir.verify_well_formed(_func(tir.seq(kernel(32), kernel(64)))) == []
+
+
+def test_thread_binding_loop_needs_tag():
+    i = tir.Var("i")
+    loop = tir.For(i, 0, 4, tir.ForKind.THREAD_BINDING, tir.Evaluate(i))
+    _fails(_func(loop), "thread-binding loop has no thread tag")
+
+
+def test_call_to_missing_module_function():
+    f = _func(tir.Evaluate(tir.Call("int32", GlobalVar("nowhere"), ())))
+    _fails(IRModule({"f": f}), "'nowhere', which is not a function of the module")
+
+
+def test_non_bool_condition():
+    x = tir.Var("x", "float32")
+    body = tir.IfThenElse(x, tir.Evaluate(0))
+    _fails(_func(body, (x,)), "IfThenElse", "condition must be bool")
+
+
+def test_all_problems_reported_at_once():
+    x, y = tir.Var("x"), tir.Var("y")
+    msg = _fails(_func(tir.seq(tir.Evaluate(x), tir.Evaluate(y))), "'x'", "'y'")
+    assert msg.count("used before") == 2
+
+
+def test_verifier_never_crashes_on_garbage():
+    f = _func(tir.Evaluate(0))
+    object.__setattr__(f, "body", "not a statement")
+    errors = tir.verify_well_formed(f, raise_error=False)
+    assert errors and all(isinstance(e, str) for e in errors)
+    assert tir.verify_well_formed(42, raise_error=False) == [  # type: ignore[arg-type]
+        "expected a PrimFunc or IRModule, got int"
+    ]
