@@ -6,6 +6,7 @@
 - `ScriptError`: the user's script is wrong; carries a span and prints file:line:col with a caret.
 - `VerifyError`: a module broke an IR invariant (a compiler bug, or hand-built IR that is wrong).
 - `ToolchainError`: the C compiler / NVRTC failed or is missing.
+- `FunctionNotFoundError`: a built module has no exposed function of that name.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class ScriptError(KilnError, SyntaxError):
 
     def __str__(self) -> str:
         return self._render()
+
+
+class FunctionNotFoundError(KilnError, KeyError):
+    """A function name that a built module does not expose; the message lists the exposed names."""
+
+    def __str__(self) -> str:
+        # NOTE: KeyError.__str__ shows repr(arg); show the message as written.
+        return str(self.args[0]) if self.args else ""
 
 
 class ToolchainError(KilnError):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import tvm_ffi
 
-from kiln.errors import KilnError
+from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime.toolchain import compile_c
 
 FUNC_NAMES_FUNC = "__kiln_func_names"
@@ -42,14 +42,6 @@ SYMBOL_PREFIX = "__tvm_ffi_"
 """Prefix tvm-ffi puts before a function name to find its C symbol."""
 
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class FunctionNotFoundError(KilnError, KeyError):
-    """A function name that the module does not expose; the message lists the exposed names."""
-
-    def __str__(self) -> str:
-        # NOTE: KeyError.__str__ shows repr(arg); show the message as written.
-        return str(self.args[0]) if self.args else ""
 
 
 def metadata_c_source(func_names: Sequence[str]) -> str:
@@ -71,8 +63,8 @@ def metadata_c_source(func_names: Sequence[str]) -> str:
 #ifdef __cplusplus
 extern "C"
 #endif
-TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args, int32_t num_args,
-                                     TVMFFIAny* result) {{
+TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args,
+                                                int32_t num_args, TVMFFIAny* result) {{
   static const char names[] = {literal};
   TVMFFIByteArray bytes;
   (void)self;

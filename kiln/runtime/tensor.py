@@ -59,15 +59,15 @@ def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
 
-def _from_numpy(array: np.ndarray) -> Tensor:
+def _from_numpy(array: np.ndarray, copy: bool = False) -> Tensor:
     # NOTE: numpy refuses to export read-only arrays through DLPack 0.x, so those are copied.
-    if not array.flags.c_contiguous or not array.flags.writeable:
-        copy = _aligned_empty(array.shape, array.dtype)
-        copy[...] = array
-        array = copy
+    if copy or not array.flags.c_contiguous or not array.flags.writeable:
+        dense = _aligned_empty(array.shape, array.dtype)
+        dense[...] = array
+        array = dense
     try:
         return tvm_ffi.from_dlpack(array)
-    except Exception as e:
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
         raise KilnError(f"cannot make a tensor of numpy dtype {array.dtype}: {e}") from e
 
 
@@ -97,8 +97,11 @@ def tensor(data: Any, device: Device | None = None) -> Tensor:
     _check_cpu(device, "copying data")
     if where is not None and where[0] != _CPU:
         raise KilnError(f"copying a tensor from device {where} to the CPU is not supported yet")
-    array = np.from_dlpack(data) if where is not None else np.asarray(data)
-    return _from_numpy(array)
+    if isinstance(data, np.ndarray):
+        return _from_numpy(data)
+    if where is not None:
+        return _from_numpy(np.from_dlpack(data))
+    return _from_numpy(np.asarray(data), copy=True)
 
 
 def empty(

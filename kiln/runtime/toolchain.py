@@ -43,7 +43,7 @@ from pathlib import Path
 import tvm_ffi.libinfo
 
 from kiln import config
-from kiln.errors import ToolchainError
+from kiln.errors import KilnError, ToolchainError
 
 DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared")
 """Code-generation flags used when `compile_c` gets `flags=None`."""
@@ -211,7 +211,13 @@ def compile_c(
     full_flags = _resolve_flags(flags)
     key = cache_key(source, full_flags, tuple(cc))
     cache_dir = config.load().cache_dir
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KilnError(
+            f"cannot create the kiln cache directory {cache_dir}: {e}; "
+            "set KILN_CACHE_DIR to a writable directory"
+        ) from e
     stem = _stem(name_hint, key)
     lib = cache_dir / f"{stem}.so"
     digest = cache_dir / f"{stem}.so.sha256"

@@ -93,6 +93,12 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def bare_kernels_source() -> str:
+    """The hand-written kernels alone, without kiln metadata."""
+    return KERNELS_C
+
+
+@pytest.fixture
 def kernels_source() -> str:
     """The hand-written kernels plus kiln metadata listing add_one and raise_value_error."""
     return KERNELS_C + metadata_c_source(EXPOSED)

@@ -132,10 +132,8 @@ def test_export_refuses_to_drop_imported_modules(mod: Module, tmp_path: Path) ->
         mod.export_library(tmp_path / "x.so")
 
 
-def test_library_without_metadata_still_loads(cache_dir: Path) -> None:
-    from conftest import KERNELS_C  # noqa: PLC0415 (shared C text, not a fixture)
-
-    m = load_module(compile_c(KERNELS_C))
+def test_library_without_metadata_still_loads(cache_dir: Path, bare_kernels_source: str) -> None:
+    m = load_module(compile_c(bare_kernels_source))
     assert m.get_func_names() == []
     assert m["hidden"]() == 42
     with pytest.raises(FunctionNotFoundError, match="no kiln metadata"):

@@ -122,9 +122,7 @@ def test_corrupted_entry_is_rebuilt(
     assert (y == 2).all()
 
 
-def test_missing_compiler_says_how_to_fix(
-    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_compiler_says_how_to_fix(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KILN_CC", "/nonexistent/cc")
     with pytest.raises(ToolchainError) as info:
         compile_c(NOOP_C)
@@ -154,6 +152,6 @@ def test_syntax_error_reports_stderr_and_keeps_source(cache_dir: Path) -> None:
 
 
 def test_undefined_symbol_fails_at_compile_time(cache_dir: Path) -> None:
-    src = NOOP_C + "void kiln_no_such_function(void);\nvoid use(void) { kiln_no_such_function(); }\n"
+    src = NOOP_C + "void kiln_no_such_function(void);\nvoid use(void) { kiln_no_such_function(); }"
     with pytest.raises(ToolchainError, match="kiln_no_such_function"):
         compile_c(src)
