@@ -191,8 +191,8 @@ class _Hasher:
             return hash(
                 ("map", tuple((self.value(k), self.value(v, define)) for k, v in x.items()))
             )
-        if _num(x):
-            return hash(float(x)) if x == x else hash("nan")
+        if _num(x):  # Python hashes equal ints and floats alike, so 1 and 1.0 agree
+            return hash(x) if x == x else hash("nan")
         try:
             return hash(x)
         except TypeError:

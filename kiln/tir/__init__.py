@@ -1,5 +1,7 @@
 """The tensor-level IR: expressions, statements, buffers, PrimFuncs, builtins, visitors."""
 
+from types import ModuleType
+
 from kiln.tir import builtin
 from kiln.tir.analysis import get_type, verify_well_formed
 from kiln.tir.buffer import Buffer, decl_buffer
@@ -85,4 +87,8 @@ from kiln.tir.stmt import (
 )
 from kiln.tir.type import VOID, PointerType, PrimType, TupleType, pointer_to
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    name
+    for name, value in dict(globals()).items()
+    if not name.startswith("_") and not isinstance(value, ModuleType)
+]

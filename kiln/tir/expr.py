@@ -70,6 +70,8 @@ class PrimExpr(Node):
         return FloorMod(convert(o, self.dtype), self)
 
     def __neg__(self) -> PrimExpr:
+        if self.dtype.is_uint:  # NOTE: -x of an unsigned value wraps: write it as 0 - x
+            return Sub(convert(0, self.dtype), self)
         return Mul(self, convert(-1, self.dtype))
 
     def __lt__(self, o: Any) -> PrimExpr:
@@ -233,6 +235,9 @@ class IntImm(PrimExpr):
             _set(self, "value", int(self.value))
         if not (self.dtype.is_integer or self.dtype.is_bool or self.dtype.is_handle):
             raise IRError(f"IntImm needs an integer or bool dtype, got {self.dtype}")
+        lo, hi = int_range(self.dtype)
+        if not lo <= self.value <= hi:
+            raise IRError(f"integer constant {self.value} does not fit {self.dtype} [{lo}, {hi}]")
 
     def __repr__(self) -> str:
         return f"IntImm({self.dtype}, {self.value})"
@@ -563,6 +568,16 @@ class Broadcast(PrimExpr):
         _set(self, "value", _expr(self.value, "Broadcast value"))
         if self.dtype is None:
             _set(self, "dtype", self.value.dtype.with_lanes(self.lanes))
+
+
+def int_range(dtype: DataType) -> tuple[int, int]:
+    """The inclusive range of values an integer, bool or handle dtype can hold."""
+    bits = dtype.bits
+    if dtype.is_int:
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if dtype.is_bool:
+        return 0, 1
+    return (0, (1 << bits) - 1) if dtype.is_uint else (-(1 << 63), (1 << 64) - 1)
 
 
 def is_const_int(e: Any, value: int | None = None) -> bool:

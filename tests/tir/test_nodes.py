@@ -121,3 +121,19 @@ def test_substitute_and_specialize():
     f = tir.PrimFunc((x, y), tir.Evaluate(x + y))
     g = f.specialize({x: 3})
     assert len(g.params) == 1 and g.params[0] is y
+
+
+def test_integer_constants_must_fit_their_dtype():
+    with pytest.raises(IRError, match="does not fit int32"):
+        tir.IntImm("int32", 2**40)
+    with pytest.raises(IRError, match="does not fit uint8"):
+        tir.convert(-1, "uint8")
+    u = tir.Var("u", "uint8")
+    assert isinstance(-u, tir.Sub) and (-u).a.value == 0
+    assert tir.IntImm("int64", 2**63 - 1).value == 2**63 - 1
+
+
+def test_star_import_does_not_shadow_builtins():
+    scope: dict = {}
+    exec("from kiln.tir import *", scope)
+    assert "type" not in scope and "Var" in scope

@@ -1,0 +1,15 @@
+"""Integer arithmetic analysis for index expressions: constant bounds and a simplifier.
+
+- `const_int_bound(e, var_bounds)` / `Analyzer.const_int_bound`: a `ConstIntBound` interval.
+- `simplify(e, var_bounds)` / `Analyzer.simplify`: rule-driven rewriting (see `kiln.arith.rules`).
+- `Analyzer.can_prove(cond)`: True only when ``cond`` provably holds.
+- `simplify_stmt(stmt)`: every expression of a statement, with loop ranges bound.
+
+Signed index arithmetic is assumed not to overflow (it is undefined in the C kiln generates).
+"""
+
+from kiln.arith.bound import ConstIntBound, const_int_bound
+from kiln.arith.simplify import Analyzer, simplify
+from kiln.arith.stmt import simplify_stmt
+
+__all__ = ["Analyzer", "ConstIntBound", "const_int_bound", "simplify", "simplify_stmt"]

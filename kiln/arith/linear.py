@@ -1,0 +1,165 @@
+"""Linear forms of integer expressions: ``c1*t1 + c2*t2 + ... + k`` over opaque atoms.
+
+`to_linear` flattens ``Add``/``Sub`` and multiplication by an integer constant; anything else
+(a variable, ``x // 4``, ``min(a, b)``, ``x * y``...) is an atom. Atoms are compared
+structurally, so two separately built ``x // 4`` collect into one term. Terms keep the order in
+which they first appear, which makes `from_linear` deterministic and idempotent:
+``from_linear(to_linear(from_linear(f)))`` rebuilds the same expression.
+
+These rearrangements are ring identities, so they hold in wrapping two's-complement arithmetic
+too; `from_linear` only refuses to build a constant that does not fit the dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from math import gcd
+
+from kiln.arith.bound import ConstIntBound, bound_add, bound_scale
+from kiln.ir.dtype import DataType
+from kiln.ir.structural import structural_equal, structural_hash
+from kiln.tir.expr import Add, IntImm, Mul, PrimExpr, Sub
+
+
+class Atom:
+    """An expression used as a dictionary key by structure (hash computed once)."""
+
+    __slots__ = ("expr", "_hash")
+
+    def __init__(self, expr: PrimExpr) -> None:
+        self.expr = expr
+        self._hash = structural_hash(expr)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Atom):
+            return NotImplemented
+        return self.expr is other.expr or (
+            self._hash == other._hash and structural_equal(self.expr, other.expr)
+        )
+
+    def __repr__(self) -> str:
+        return f"Atom({self.expr!r})"
+
+
+@dataclass
+class Linear:
+    """``sum(coef * atom) + const``; no stored coefficient is zero."""
+
+    terms: dict[Atom, int] = field(default_factory=dict)
+    const: int = 0
+
+    @property
+    def is_const(self) -> bool:
+        """Whether the form has no terms (only the constant)."""
+        return not self.terms
+
+    def items(self) -> Iterator[tuple[PrimExpr, int]]:
+        """(atom expression, coefficient) pairs in order of first appearance."""
+        for k, c in self.terms.items():
+            yield k.expr, c
+
+    def scaled(self, c: int) -> Linear:
+        """``self * c``."""
+        if c == 0:
+            return Linear()
+        return Linear({k: v * c for k, v in self.terms.items()}, self.const * c)
+
+    def plus(self, other: Linear, sign: int = 1) -> Linear:
+        """``self + sign * other``."""
+        terms = dict(self.terms)
+        for k, v in other.terms.items():
+            new = terms.get(k, 0) + sign * v
+            if new:
+                terms[k] = new
+            else:
+                terms.pop(k, None)
+        return Linear(terms, self.const + sign * other.const)
+
+    def add_term(self, atom: PrimExpr, coef: int) -> Linear:
+        """``self + coef * atom``."""
+        return self.plus(Linear({Atom(atom): coef}))
+
+
+def to_linear(e: PrimExpr) -> Linear:
+    """The linear form of ``e`` (see the module docstring for what counts as an atom)."""
+    if isinstance(e, IntImm):
+        return Linear({}, e.value)
+    if isinstance(e, Add):
+        return to_linear(e.a).plus(to_linear(e.b))
+    if isinstance(e, Sub):
+        return to_linear(e.a).plus(to_linear(e.b), -1)
+    if isinstance(e, Mul):
+        if isinstance(e.b, IntImm):
+            return to_linear(e.a).scaled(e.b.value)
+        if isinstance(e.a, IntImm):
+            return to_linear(e.b).scaled(e.a.value)
+    return Linear({Atom(e): 1}, 0)
+
+
+def _fits(dtype: DataType, value: int) -> bool:
+    if dtype.is_int:
+        return -(1 << (dtype.bits - 1)) <= value < (1 << (dtype.bits - 1))
+    if dtype.is_uint:
+        return 0 <= value < (1 << dtype.bits)
+    return False
+
+
+def _term(atom: PrimExpr, coef: int, dtype: DataType) -> PrimExpr:
+    return atom if coef == 1 else Mul(atom, IntImm(dtype, coef))
+
+
+def from_linear(lin: Linear, dtype: DataType) -> PrimExpr | None:
+    """Build ``lin`` as an expression of ``dtype``, or None when a constant would not fit.
+
+    Shape: positive terms added in order, then negative terms subtracted, then the constant
+    (``x*5 + y - z*2 - 3``). With no positive term a positive constant leads (``10 - x``),
+    otherwise the first negative term is multiplied by its coefficient (``x*-1 - 3``).
+    """
+    if any(not _fits(dtype, abs(c)) for c in lin.terms.values()):
+        return None
+    if lin.is_const:
+        return IntImm(dtype, lin.const) if _fits(dtype, lin.const) else None
+    if lin.const and not _fits(dtype, abs(lin.const)):
+        return None
+    pos = [(a, c) for a, c in lin.items() if c > 0]
+    neg = [(a, -c) for a, c in lin.items() if c < 0]
+    const = lin.const
+    acc: PrimExpr
+    if pos:
+        acc = _term(pos[0][0], pos[0][1], dtype)
+        for a, c in pos[1:]:
+            acc = Add(acc, _term(a, c, dtype))
+    elif const > 0:
+        acc, const = IntImm(dtype, const), 0
+    else:
+        if not dtype.is_int:
+            return None
+        (a, c), neg = neg[0], neg[1:]
+        acc = Mul(a, IntImm(dtype, -c))
+    for a, c in neg:
+        acc = Sub(acc, _term(a, c, dtype))
+    if const > 0:
+        acc = Add(acc, IntImm(dtype, const))
+    elif const < 0:
+        acc = Sub(acc, IntImm(dtype, -const))
+    return acc
+
+
+def linear_bound(lin: Linear, bound: Callable[[PrimExpr], ConstIntBound]) -> ConstIntBound:
+    """The interval of ``lin`` from the bounds of its atoms (exact integer arithmetic)."""
+    acc = ConstIntBound(lin.const, lin.const)
+    for atom, coef in lin.items():
+        acc = bound_add(acc, bound_scale(bound(atom), coef))
+    return acc
+
+
+def coef_gcd(lin: Linear) -> int:
+    """The gcd of all coefficients (0 for a constant form)."""
+    g = 0
+    for c in lin.terms.values():
+        g = gcd(g, c)
+    return g

@@ -1,0 +1,225 @@
+"""Arithmetic rules: linear canonical form, bound-decided values, min/max, select and let.
+
+All rules here reason about scalar signed integers (`rules.is_index`); other dtypes pass through
+untouched (float ``x + 0.0`` is not ``x`` for ``x = -0.0``). Terms are only dropped from
+expressions without side effects (`rules.is_pure`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln.arith.linear import Atom, Linear, from_linear, linear_bound, to_linear
+from kiln.arith.rules import RewriteContext, RuleSet, int_value, is_index, is_pure, make_int
+from kiln.ir.structural import structural_equal
+from kiln.tir.expr import (
+    Add,
+    Cast,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    PrimExpr,
+    Select,
+    SizeVar,
+    Sub,
+    Var,
+)
+from kiln.tir.functor import post_order_visit, substitute
+
+ARITH = RuleSet("arith")
+
+_POINT_FOLDABLE = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, Select, Cast, Let)
+
+
+@ARITH.rule(*_POINT_FOLDABLE, Var, SizeVar)
+def fold_point_bound(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """An integer expression whose bound is a single value is that value (``x % 1`` -> ``0``)."""
+    if not (e.dtype.is_integer and e.dtype.lanes == 1):
+        return None
+    b = ctx.const_int_bound(e)
+    if not b.is_const or not is_pure(e):
+        return None
+    return make_int(e.dtype, b.min_value)
+
+
+# -- linear canonical form ------------------------------------------------------------------------
+
+
+def _pair(lin: Linear, want: type, arg: PrimExpr, c: PrimExpr, coef: int) -> Atom | None:
+    """The atom ``want(arg, c)`` of ``lin`` with coefficient ``coef``, if there is one."""
+    for atom, k in lin.terms.items():
+        x = atom.expr
+        if (
+            k == coef
+            and type(x) is want
+            and structural_equal(x.b, c)  # type: ignore[attr-defined]
+            and structural_equal(x.a, arg)  # type: ignore[attr-defined]
+        ):
+            return atom
+    return None
+
+
+_DIV_OF_MOD = {FloorMod: FloorDiv, Mod: Div}
+_MOD_OF_DIV = {FloorDiv: FloorMod, Div: Mod}
+
+
+def _merge_pair_step(lin: Linear) -> Linear | None:
+    """``(x // c)*(c*m) + (x % c)*m`` -> ``x*m`` once, or None when no pair is present."""
+    for atom, m in lin.terms.items():
+        x: Any = atom.expr
+        div_kind = _DIV_OF_MOD.get(type(x))
+        c = int_value(x.b) if div_kind is not None else None
+        if not c:
+            continue
+        other = _pair(lin, div_kind, x.a, x.b, m * c)  # type: ignore[arg-type]
+        if other is not None:
+            kept = {k: v for k, v in lin.terms.items() if k != atom and k != other}
+            return Linear(kept, lin.const).plus(to_linear(x.a).scaled(m))
+    return None
+
+
+def _rebuild_mod_step(lin: Linear) -> Linear | None:
+    """``x*m - (x // c)*(c*m)`` -> ``(x % c)*m`` once, or None when the pattern is absent."""
+    for atom, k in lin.terms.items():
+        x: Any = atom.expr
+        mod_kind = _MOD_OF_DIV.get(type(x))
+        c = int_value(x.b) if mod_kind is not None else None
+        if not c or k % c:
+            continue
+        sub = to_linear(x.a).scaled(-k // c)
+        if sub.terms and all(lin.terms.get(t) == v for t, v in sub.terms.items()):
+            rest = Linear({t: v for t, v in lin.terms.items() if t != atom}, lin.const)
+            return rest.plus(sub, -1).add_term(mod_kind(x.a, x.b), -k // c)
+    return None
+
+
+def merge_div_mod(lin: Linear) -> Linear:
+    """Recombine quotient/remainder pairs in a linear form (floor and truncating kinds).
+
+    ``(x // c)*c + x % c`` -> ``x`` and ``x - (x // c)*c`` -> ``x % c``, scaled by any
+    coefficient; both identities hold for every ``x`` and nonzero ``c``.
+    """
+    for step in (_merge_pair_step, _rebuild_mod_step):
+        while (new := step(lin)) is not None:
+            lin = new
+    return lin
+
+
+@ARITH.rule(Add, Sub, Mul)
+def canonical_linear(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """Collect like terms and constants: ``x*2 + y + x*3 - y + 1 + 2`` -> ``x*5 + 3``."""
+    if not is_index(e.dtype) or not is_pure(e):
+        return None
+    lin = merge_div_mod(to_linear(e))
+    if len(lin.terms) == 1 and lin.const == 0 and next(iter(lin.terms.values())) == 1:
+        new: PrimExpr | None = next(iter(lin.terms)).expr
+    else:
+        new = from_linear(lin, e.dtype)
+    if new is None or new is e or structural_equal(new, e):
+        return None
+    return new
+
+
+# -- min / max ------------------------------------------------------------------------------------
+
+
+def diff_bound(a: PrimExpr, b: PrimExpr, ctx: RewriteContext) -> tuple[int, int]:
+    """Bounds of ``a - b`` computed on the linear form (so shared terms cancel)."""
+    d = linear_bound(to_linear(a).plus(to_linear(b), -1), ctx.const_int_bound)
+    return d.min_value, d.max_value
+
+
+@ARITH.rule(Min, Max)
+def minmax_by_bound(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``min(x, y)`` -> ``x`` when ``x <= y`` always (and the mirror cases)."""
+    if not is_index(e.dtype):
+        return None
+    lo, hi = diff_bound(e.a, e.b, ctx)
+    a_wins = hi <= 0 if isinstance(e, Min) else lo >= 0
+    b_wins = lo >= 0 if isinstance(e, Min) else hi <= 0
+    if a_wins and is_pure(e.b):
+        return e.a
+    if b_wins and is_pure(e.a):
+        return e.b
+    return None
+
+
+@ARITH.rule(Min, Max)
+def minmax_const_right(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``min(3, x)`` -> ``min(x, 3)``."""
+    if isinstance(e.a, IntImm) and not isinstance(e.b, IntImm):
+        return type(e)(e.b, e.a)
+    return None
+
+
+@ARITH.rule(Min, Max)
+def minmax_nested_const(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``min(min(x, 3), 5)`` -> ``min(x, 3)``; constants of nested same-kind ops combine."""
+    inner = e.a
+    if type(inner) is not type(e) or not isinstance(e.b, IntImm):
+        return None
+    if not isinstance(inner.b, IntImm):
+        return None
+    pick = min if isinstance(e, Min) else max
+    return type(e)(inner.a, IntImm(e.dtype, pick(inner.b.value, e.b.value)))
+
+
+# -- select ---------------------------------------------------------------------------------------
+
+
+@ARITH.rule(Select)
+def select_decided(e: Select, ctx: RewriteContext) -> PrimExpr | None:
+    """``select(True, a, b)`` -> ``a``."""
+    c = int_value(e.condition)
+    if c is None or e.condition.dtype.lanes != 1:
+        return None
+    keep, drop = (e.true_value, e.false_value) if c else (e.false_value, e.true_value)
+    return keep if is_pure(drop) else None
+
+
+@ARITH.rule(Select)
+def select_same_branches(e: Select, ctx: RewriteContext) -> PrimExpr | None:
+    """``select(c, a, a)`` -> ``a``."""
+    if structural_equal(e.true_value, e.false_value) and is_pure(e.condition):
+        return e.true_value
+    return None
+
+
+@ARITH.rule(Select)
+def select_not_condition(e: Select, ctx: RewriteContext) -> PrimExpr | None:
+    """``select(not c, a, b)`` -> ``select(c, b, a)``."""
+    if isinstance(e.condition, Not):
+        return Select(e.condition.a, e.false_value, e.true_value)
+    return None
+
+
+# -- let ------------------------------------------------------------------------------------------
+
+
+def _uses(e: PrimExpr, var: Var) -> bool:
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if n is var else None)
+    return bool(found)
+
+
+@ARITH.rule(Let)
+def let_inline_trivial(e: Let, ctx: RewriteContext) -> PrimExpr | None:
+    """``let x = 3 in x + 1`` -> ``3 + 1``: constants and variables are substituted."""
+    if isinstance(e.value, (IntImm, Var)):
+        return substitute(e.body, {e.var: e.value})
+    return None
+
+
+@ARITH.rule(Let)
+def let_unused(e: Let, ctx: RewriteContext) -> PrimExpr | None:
+    """``let x = v in body`` -> ``body`` when ``body`` does not use ``x``."""
+    if not _uses(e.body, e.var) and is_pure(e.value):
+        return e.body
+    return None

@@ -1,0 +1,248 @@
+"""Logic rules: comparisons decided by bounds, canonical comparisons, and/or/not.
+
+Comparisons of scalar signed integers are rewritten through the linear form of ``a - b``:
+
+- decided when the bound of ``a - b`` settles them (``i < 10`` is true for ``i`` in ``[0, 8)``);
+- ``a == b`` is false when the gcd of the coefficients does not divide the constant;
+- otherwise put in canonical form: the first term (in order of appearance) on the left with a
+  positive coefficient, terms of the same sign beside it, the others and the constant on the
+  right, the coefficients' common factor divided out; a strict comparison becomes non-strict
+  (or back) only when that makes the constant zero (``x + 1 <= y`` -> ``x < y``,
+  ``x*4 < 10`` -> ``x < 3``, ``5 < x`` -> ``x > 5``, ``x + 5 < 10`` -> ``x < 5``).
+
+Moving terms across a comparison assumes no signed overflow (as everywhere in `kiln.arith`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln.arith.bound import NEG_INF, POS_INF
+from kiln.arith.linear import Atom, Linear, coef_gcd, from_linear, linear_bound, to_linear
+from kiln.arith.rules import (
+    RewriteContext,
+    RuleSet,
+    bool_const,
+    int_value,
+    is_index,
+    is_pure,
+    make_int,
+)
+from kiln.ir.structural import structural_equal
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr
+
+LOGIC = RuleSet("logic")
+
+_CMPS = (EQ, NE, LT, LE, GT, GE)
+_FLIP = {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ, NE: NE}
+_NEGATE = {LT: GE, LE: GT, GT: LE, GE: LT, EQ: NE, NE: EQ}
+
+
+def _diff(e: Any) -> Linear:
+    return to_linear(e.a).plus(to_linear(e.b), -1)
+
+
+def _decide(op: type, lo: int, hi: int) -> bool | None:
+    """The truth of ``d op 0`` for every ``d`` in ``[lo, hi]``, or None if it varies."""
+    if op is LT:
+        return True if hi < 0 else False if lo >= 0 else None
+    if op is LE:
+        return True if hi <= 0 else False if lo > 0 else None
+    if op is GT:
+        return True if lo > 0 else False if hi <= 0 else None
+    if op is GE:
+        return True if lo >= 0 else False if hi < 0 else None
+    equal = True if lo == hi == 0 else False if (lo > 0 or hi < 0) else None
+    if op is EQ or equal is None:
+        return equal
+    return not equal
+
+
+@LOGIC.rule(*_CMPS)
+def compare_by_bound(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``i < 10`` -> ``True`` when ``i`` is in ``[0, 8)``; ``x - x == 0`` -> ``True``."""
+    if not is_index(e.a.dtype) or not is_pure(e):
+        return None
+    d = _diff(e)
+    b = linear_bound(d, ctx.const_int_bound)
+    verdict = _decide(type(e), b.min_value, b.max_value)
+    if verdict is None and isinstance(e, (EQ, NE)) and d.terms:
+        g = coef_gcd(d)
+        if d.const % g:  # g*S + k == 0 has no integer solution
+            verdict = isinstance(e, NE)
+    return None if verdict is None else bool_const(verdict)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _normalized(op: type, m: int, g: int) -> tuple[type, int] | None:
+    """``g*S op m`` as ``S op' m'``; of the equal strict / non-strict forms, the one whose
+    constant is zero, else the one of ``op``'s kind (``x + 1 <= y`` -> ``x < y``, ``x >= y``
+    and ``i < 10`` stay).
+    """
+    if op is LT:
+        strict = (LT, _ceil_div(m, g))
+        loose = (LE, strict[1] - 1)
+    elif op is LE:
+        loose = (LE, m // g)
+        strict = (LT, loose[1] + 1)
+    elif op is GT:
+        strict = (GT, m // g)
+        loose = (GE, strict[1] + 1)
+    elif op is GE:
+        loose = (GE, _ceil_div(m, g))
+        strict = (GT, loose[1] - 1)
+    else:
+        return (op, m // g) if m % g == 0 else None
+    if (strict[1] == 0) != (loose[1] == 0):
+        return strict if strict[1] == 0 else loose
+    return strict if op in (LT, GT) else loose
+
+
+@LOGIC.rule(*_CMPS)
+def compare_canonical(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """Canonical form of an integer comparison (see the module docstring)."""
+    if not is_index(e.a.dtype) or not is_pure(e):
+        return None
+    d, op = _diff(e), type(e)
+    if not d.terms:
+        return None
+    if next(iter(d.terms.values())) < 0:  # keep the first term on the left, positive
+        d, op = d.scaled(-1), _FLIP[op]
+    g = coef_gcd(d)
+    norm = _normalized(op, -d.const, g)
+    if norm is None:
+        return None
+    op, m = norm
+    pos = Linear({k: v // g for k, v in d.terms.items() if v > 0})
+    neg = Linear({k: -v // g for k, v in d.terms.items() if v < 0}, m)
+    lhs = from_linear(pos, e.a.dtype)
+    rhs = from_linear(neg, e.a.dtype)
+    if lhs is None or rhs is None:
+        return None
+    new = op(lhs, rhs)
+    return None if structural_equal(new, e) else new
+
+
+# -- and / or / not -------------------------------------------------------------------------------
+
+
+def _negates(a: PrimExpr, b: PrimExpr) -> bool:
+    """Whether ``a`` is syntactically ``not b`` (or the other way round)."""
+    return (isinstance(a, Not) and structural_equal(a.a, b)) or (
+        isinstance(b, Not) and structural_equal(b.a, a)
+    )
+
+
+@LOGIC.rule(And, Or)
+def and_or_const(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``x and True`` -> ``x``, ``x and False`` -> ``False``; dually for ``or``."""
+    absorbing = 0 if isinstance(e, And) else 1
+    for this, other in ((e.a, e.b), (e.b, e.a)):
+        v = int_value(this)
+        if v is None or e.dtype.lanes != 1:
+            continue
+        if bool(v) == bool(absorbing):
+            return bool_const(bool(absorbing)) if is_pure(other) else None
+        return other
+    return None
+
+
+@LOGIC.rule(And, Or)
+def and_or_same(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``x and x`` -> ``x``; ``x and not x`` -> ``False``, ``x or not x`` -> ``True``."""
+    if structural_equal(e.a, e.b):
+        return e.a
+    if e.dtype.lanes == 1 and _negates(e.a, e.b) and is_pure(e):
+        return bool_const(isinstance(e, Or))
+    return None
+
+
+_INTERVAL = {
+    LT: lambda m: (NEG_INF, m - 1),
+    LE: lambda m: (NEG_INF, m),
+    GT: lambda m: (m + 1, POS_INF),
+    GE: lambda m: (m, POS_INF),
+    EQ: lambda m: (m, m),
+}
+
+
+def _interval(e: Any) -> tuple[dict[Atom, int], int, int] | None:
+    """An integer comparison as ``S in [lo, hi]`` (``S`` linear, first coefficient > 0)."""
+    if type(e) not in _INTERVAL or not is_index(e.a.dtype):
+        return None
+    d, op = _diff(e), type(e)
+    if not d.terms:
+        return None
+    if next(iter(d.terms.values())) < 0:
+        d, op = d.scaled(-1), _FLIP[op]
+    lo, hi = _INTERVAL[op](-d.const)
+    return d.terms, lo, hi
+
+
+@LOGIC.rule(And, Or)
+def and_or_same_difference(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """Comparisons of one linear expression combine as intervals.
+
+    ``x < 5 and x < 3`` -> ``x < 3``; ``x < 3 and x > 4`` -> ``False``;
+    ``x < 5 or x >= 5`` -> ``True``; ``x < 3 or x < 5`` -> ``x < 5``;
+    ``x == 3 or x < 3`` -> ``x <= 3``; ``x <= 3 and x >= 3`` -> ``x == 3``.
+    """
+    ia, ib = _interval(e.a), _interval(e.b)
+    if ia is None or ib is None or ia[0] != ib[0] or not is_pure(e):
+        return None
+    (_, alo, ahi), (_, blo, bhi) = ia, ib
+    if isinstance(e, And):
+        lo, hi = max(alo, blo), min(ahi, bhi)
+        if lo > hi:
+            return bool_const(False)
+    else:
+        if ahi + 1 < blo or bhi + 1 < alo:  # a gap between them: not one interval
+            return None
+        lo, hi = min(alo, blo), max(ahi, bhi)
+        if lo == NEG_INF and hi == POS_INF:
+            return bool_const(True)
+    if (lo, hi) == (alo, ahi):
+        return e.a
+    if (lo, hi) == (blo, bhi):
+        return e.b
+    return _from_interval(ia[0], lo, hi, e.a.a.dtype)
+
+
+def _from_interval(terms: dict[Atom, int], lo: int, hi: int, dtype: Any) -> PrimExpr | None:
+    """``S in [lo, hi]`` as one comparison, when the interval allows it."""
+    s = from_linear(Linear(dict(terms)), dtype)
+    if lo == NEG_INF:
+        op, value = LE, hi
+    elif hi == POS_INF:
+        op, value = GE, lo
+    elif lo == hi:
+        op, value = EQ, lo
+    else:
+        return None
+    rhs = make_int(dtype, value)
+    return None if s is None or rhs is None else op(s, rhs)
+
+
+@LOGIC.rule(Not)
+def not_const(e: Not, ctx: RewriteContext) -> PrimExpr | None:
+    """``not True`` -> ``False``."""
+    v = int_value(e.a)
+    return None if v is None or e.dtype.lanes != 1 else bool_const(not v)
+
+
+@LOGIC.rule(Not)
+def not_not(e: Not, ctx: RewriteContext) -> PrimExpr | None:
+    """``not not x`` -> ``x``."""
+    return e.a.a if isinstance(e.a, Not) else None
+
+
+@LOGIC.rule(Not)
+def not_compare(e: Not, ctx: RewriteContext) -> PrimExpr | None:
+    """``not (a < b)`` -> ``a >= b`` for integer operands (floats may be NaN)."""
+    inner = e.a
+    if type(inner) not in _NEGATE or not inner.a.dtype.is_integer:
+        return None
+    return _NEGATE[type(inner)](inner.a, inner.b)

@@ -1,0 +1,204 @@
+"""The `Analyzer`: bound analysis plus a rule-driven simplifier of integer index expressions.
+
+``Analyzer.simplify(e)`` rewrites bottom-up: children first, then the rules for the node's class
+(`RULES`, one visible list of rule sets) are tried in order; the first that fires returns a new
+expression, which is simplified again. A node no rule changes is final. Results are memoized per
+call by node identity, so shared subtrees are simplified once.
+
+Guarantees: the result has the input's dtype and equals it for every assignment of the free
+variables within the analyzer's bounds, assuming (as C does) that signed arithmetic does not
+overflow and no divisor is zero. Unchanged subtrees keep their identity; an expression that is
+already simple comes back as the same object. A cap on rule applications (`MAX_STEPS`) makes
+termination unconditional; hitting it sets ``hit_step_limit`` and returns an equal expression.
+An expression nested deeper than Python's recursion limit allows comes back unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from kiln.arith.bound import (
+    BoundAnalyzer,
+    BoundLike,
+    ConstIntBound,
+    as_bound,
+    bound_add,
+    normalize_var_bounds,
+)
+from kiln.arith.constraint import constraint_bounds
+from kiln.arith.rules import FOLD, int_value, rule_table
+from kiln.arith.rules_arith import ARITH
+from kiln.arith.rules_div import DIVMOD
+from kiln.arith.rules_logic import LOGIC
+from kiln.arith.stmt import StmtSimplifier
+from kiln.tir.expr import Let, PrimExpr, Var, convert
+
+# The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
+RULES = rule_table(FOLD, ARITH, DIVMOD, LOGIC)
+MAX_STEPS = 20_000
+
+
+class Analyzer:
+    """Bounds of variables plus the analyses that use them: bounds, simplification, proofs.
+
+    ``var_bounds`` maps variables to inclusive ``(lo, hi)`` pairs or `ConstIntBound`s; `bind`,
+    `update` and the scopes edit them. Besides the bounds the analyzer keeps only
+    ``hit_step_limit``, set (and left set) once a call stops at `MAX_STEPS` rule applications.
+    """
+
+    def __init__(self, var_bounds: Mapping[Var, BoundLike] | None = None) -> None:
+        self._bounds = BoundAnalyzer(normalize_var_bounds(var_bounds))
+        self._memo: dict[PrimExpr, PrimExpr] = {}
+        self._steps = 0
+        self.hit_step_limit = False
+
+    # -- variable bounds ------------------------------------------------------------------------
+    def bind(self, var: Var, rng: Any) -> None:
+        """Bound ``var`` by a loop range: a `Range`, a ``(min, extent)`` pair, or a bound.
+
+        ``min`` and ``extent`` may be expressions; their constant bounds are used. A
+        `ConstIntBound` is taken as is.
+        """
+        self._bounds.set_var_bound(var, self._range_bound(rng))
+
+    def update(self, var: Var, bound: BoundLike) -> None:
+        """Set the bound of ``var`` to the inclusive ``(lo, hi)`` pair or `ConstIntBound`."""
+        self._bounds.set_var_bound(var, as_bound(bound))
+
+    def _range_bound(self, rng: Any) -> ConstIntBound:
+        if isinstance(rng, ConstIntBound):
+            return rng
+        if hasattr(rng, "min") and hasattr(rng, "extent"):
+            lo_e, ext_e = rng.min, rng.extent
+        else:
+            lo_e, ext_e = rng
+        lo_e = convert(lo_e)
+        lo = self.const_int_bound(lo_e)
+        ext = self.const_int_bound(convert(ext_e, lo_e.dtype))
+        last = bound_add(lo, ConstIntBound(ext.min_value - 1, ext.max_value - 1))
+        hi = max(last.max_value, lo.min_value)  # an empty loop never runs: any bound will do
+        return ConstIntBound(lo.min_value, hi)
+
+    @contextmanager
+    def bound_scope(self, var: Var, rng: Any) -> Iterator[None]:
+        """`bind` ``var`` for the duration of a ``with`` block, then restore its old bound."""
+        old = self._bounds.var_bounds.get(var)
+        self.bind(var, rng)
+        try:
+            yield
+        finally:
+            self._bounds.set_var_bound(var, old)
+
+    @contextmanager
+    def constraint_scope(self, cond: PrimExpr) -> Iterator[None]:
+        """Assume ``cond`` inside a ``with`` block: tightens bounds of variables it compares.
+
+        Understood: conjunctions of ``v < e``, ``v <= e``, ``v > e``, ``v >= e``, ``v == e``
+        (either side) with ``v`` a variable; anything else is ignored (which is sound).
+        """
+        saved: dict[Var, ConstIntBound | None] = {}
+        for var, b in self._constraint_bounds(cond).items():
+            current = self._bounds.var_bound(var)
+            tighter = current.intersect(b)
+            if tighter is not None:
+                saved.setdefault(var, self._bounds.var_bounds.get(var))
+                self._bounds.set_var_bound(var, tighter)
+        try:
+            yield
+        finally:
+            for var, old in saved.items():
+                self._bounds.set_var_bound(var, old)
+
+    def _constraint_bounds(self, cond: PrimExpr) -> dict[Var, ConstIntBound]:
+        return constraint_bounds(cond, self.const_int_bound)
+
+    # -- analyses -------------------------------------------------------------------------------
+    def const_int_bound(self, expr: PrimExpr) -> ConstIntBound:
+        """The constant interval of ``expr`` (see `kiln.arith.bound`)."""
+        return self._bounds.bound(convert(expr))
+
+    def simplify(self, expr: Any) -> PrimExpr:
+        """An equal, simpler expression (see the module docstring for the guarantees)."""
+        expr = convert(expr)
+        self._memo, self._steps = {}, 0
+        try:
+            return self._rewrite(expr)
+        except RecursionError:
+            # NOTE: the driver recurses once per nesting level; a tree deeper than Python's
+            # recursion limit (a chain of ~500 additions) is returned as is, which is correct.
+            return expr
+        finally:
+            self._memo = {}
+
+    def can_prove(self, cond: Any) -> bool:
+        """True only if ``cond`` holds for every assignment within the bounds."""
+        return int_value(self.simplify(cond)) == 1
+
+    def can_prove_equal(self, a: Any, b: Any) -> bool:
+        """True only if ``a == b`` for every assignment within the bounds."""
+        a = convert(a)
+        return self.can_prove(a.eq(convert(b, a.dtype)))
+
+    def simplify_stmt(self, stmt: Any) -> Any:
+        """Every expression of ``stmt`` simplified (see `kiln.arith.stmt`)."""
+        return StmtSimplifier(self).visit(stmt)
+
+    # -- the rewrite driver ---------------------------------------------------------------------
+    def _rewrite(self, e: PrimExpr) -> PrimExpr:
+        done = self._memo.get(e)
+        if done is not None:
+            return done
+        out = self._apply_rules(self._rewrite_children(e))
+        self._memo[e] = out
+        self._memo[out] = out
+        return out
+
+    def _apply_rules(self, e: PrimExpr) -> PrimExpr:
+        for rule in RULES.get(type(e), ()):
+            new = rule(e, self)
+            if new is None or new is e:
+                continue
+            self._steps += 1
+            if self._steps > MAX_STEPS:
+                self.hit_step_limit = True
+                return new
+            return self._rewrite(new)
+        return e
+
+    def _rewrite_children(self, e: PrimExpr) -> PrimExpr:
+        if isinstance(e, Let):
+            return self._rewrite_let(e)
+        changes: dict[str, Any] = {}
+        for name in type(e).field_names():
+            old = getattr(e, name)
+            if isinstance(old, PrimExpr):
+                new: Any = self._rewrite(old)
+            elif isinstance(old, tuple) and old:
+                items = tuple(self._rewrite(x) if isinstance(x, PrimExpr) else x for x in old)
+                new = old if all(a is b for a, b in zip(items, old)) else items
+            else:
+                continue
+            if new is not old:
+                changes[name] = new
+        return replace(e, **changes) if changes else e  # type: ignore[type-var]
+
+    def _rewrite_let(self, e: Let) -> PrimExpr:
+        value = self._rewrite(e.value)
+        old = self._bounds.var_bounds.get(e.var)
+        if value.dtype.is_integer or value.dtype.is_bool:
+            self._bounds.set_var_bound(e.var, self._bounds.bound(value))
+        try:
+            body = self._rewrite(e.body)
+        finally:
+            self._bounds.set_var_bound(e.var, old)
+        if value is e.value and body is e.body:
+            return e
+        return Let(e.var, value, body)
+
+
+def simplify(expr: Any, var_bounds: Mapping[Var, BoundLike] | None = None) -> PrimExpr:
+    """``expr`` simplified under inclusive ``{var: (lo, hi)}`` bounds."""
+    return Analyzer(var_bounds).simplify(expr)
