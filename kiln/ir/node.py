@@ -8,6 +8,8 @@ lives in `kiln.ir.structural`. A node class may declare:
   position of their definition, never by name.
 - ``_def_fields``: the fields of this node that define binders (``LetStmt.var``, ``For.loop_var``).
 - ``_ignore_fields``: fields that structural comparison skips (names of binders, spans).
+- ``_defined_through``: a binder field (a buffer's ``data``); a binder met at a use site whose
+  field binder is already bound is taken as defined there.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Node:
     _binder: ClassVar[bool] = False
     _def_fields: ClassVar[tuple[str, ...]] = ()
     _ignore_fields: ClassVar[tuple[str, ...]] = ("span",)
+    _defined_through: ClassVar[str | None] = None
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.ir.node import Node
+from kiln.ir.node import Attrs, Node
 
 
 class _Mismatch(Exception):
@@ -66,7 +66,7 @@ class _Equal:
     def mapping(self, a: Mapping[Any, Any], b: Mapping[Any, Any], define: bool) -> None:
         if len(a) != len(b):
             self.fail(a, b, f"maps differ in size: {len(a)} vs {len(b)}")
-        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+        for (ka, va), (kb, vb) in zip(_items(a), _items(b)):
             self.path.append(f"[{ka!r}]")
             self.value(ka, kb, define)
             self.value(va, vb, define)
@@ -79,10 +79,17 @@ class _Equal:
             if got_r is not b or got_l is not a:
                 self.fail(a, b, "variables are bound to different definitions")
             return False
-        if not (define or self.map_free or a is b):
+        if not (define or self.map_free or a is b or self.implicitly_defined(a, b)):
             self.fail(a, b, "free variables differ (not defined in the compared code)")
         self.l2r[id(a)], self.r2l[id(b)] = b, a
         return True
+
+    def implicitly_defined(self, a: Node, b: Node) -> bool:
+        via = a._defined_through
+        if via is None:
+            return False
+        inner_a, inner_b = getattr(a, via), getattr(b, via)
+        return self.l2r.get(id(inner_a)) is inner_b
 
     def node(self, a: Node, b: Node, define: bool) -> None:
         if isinstance(a, GlobalVar):
@@ -112,6 +119,13 @@ class _Equal:
 
 
 _ORDER: dict[type, tuple[str, ...]] = {}
+
+
+def _items(m: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """Items in comparison order: attribute maps by key (their order carries no meaning)."""
+    if isinstance(m, Attrs):
+        return sorted(m.items(), key=lambda kv: kv[0])
+    return list(m.items())
 
 
 def _compare_order(cls: type[Node]) -> tuple[str, ...]:
@@ -189,7 +203,7 @@ class _Hasher:
             return hash(("seq", tuple(self.value(v, define) for v in x)))
         if isinstance(x, Mapping):
             return hash(
-                ("map", tuple((self.value(k), self.value(v, define)) for k, v in x.items()))
+                ("map", tuple((self.value(k), self.value(v, define)) for k, v in _items(x)))
             )
         if _num(x):  # Python hashes equal ints and floats alike, so 1 and 1.0 agree
             return hash(x) if x == x else hash("nan")
@@ -205,7 +219,9 @@ class _Hasher:
             key = id(n)
             if key in self.index:
                 return hash(("ref", self.index[key]))
-            if not (define or self.map_free):
+            via = n._defined_through
+            implicit = via is not None and id(getattr(n, via)) in self.index
+            if not (define or self.map_free or implicit):
                 return hash(("free", id(n)))
             self.index[key] = len(self.index)
         parts = [type(n).__name__]

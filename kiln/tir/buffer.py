@@ -34,6 +34,9 @@ class Buffer(Node):
     span: Span | None = None
     _binder: ClassVar[bool] = True
     _ignore_fields: ClassVar[tuple[str, ...]] = ("name", "span")
+    # NOTE: a buffer view used without a declaration (``T.Buffer(shape, data=p)``) is defined
+    # where it is first used, provided its data pointer is already bound.
+    _defined_through: ClassVar[str | None] = "data"
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, Var):
@@ -51,12 +54,19 @@ class Buffer(Node):
         ty = self.data.type_annotation
         return ty.scope if isinstance(ty, PointerType) else "global"
 
+    def layout_exprs(self) -> tuple[PrimExpr, ...]:
+        """Shape, strides and element offset: the expressions that locate an element."""
+        offset = () if self.elem_offset is None else (self.elem_offset,)
+        return (*self.shape, *self.strides, *offset)
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
     def __getitem__(self, indices: Any) -> BufferLoad:
-        return BufferLoad(self, indices if isinstance(indices, tuple) else (indices,))
+        return BufferLoad(
+            self, tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+        )
 
     def vload(self, indices: Any, dtype: str | DataType | None = None) -> BufferLoad:
         load = self[indices]

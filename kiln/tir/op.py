@@ -129,7 +129,10 @@ def math(name: str, *args: Any) -> Call:
     if first is None:
         raise IRError(f"{name}: expected at least one TIR expression argument, got {args!r}")
     conv = tuple(convert(a, first.dtype) for a in args)
-    return Call(first.dtype, builtin.op(name), conv)
+    dtype = first.dtype
+    if name in ("isnan", "isinf", "isfinite"):
+        dtype = DataType("bool", 1).with_lanes(dtype.lanes)
+    return Call(dtype, builtin.op(name), conv)
 
 
 def exp(x: Any) -> Call:

@@ -81,3 +81,22 @@ def test_global_var_callee_compared_by_name():
     m = caller_module()
     renamed = m.remove("subroutine").update("other", m["subroutine"])
     assert not structural_equal(m, renamed)
+
+
+def test_undeclared_buffer_views_match_through_their_data_pointer():
+    def make():
+        p = tir.Var("p", tir.pointer_to("float32"))
+        view = tir.decl_buffer((4,), "float32", "B", data=p)
+        return tir.PrimFunc((p,), tir.BufferStore(view, view[1], (0,)))
+
+    assert structural_equal(make(), make())
+    assert structural_hash(make()) == structural_hash(make())
+
+
+def test_attribute_order_does_not_matter():
+    from kiln.ir import Attrs
+
+    assert structural_equal(Attrs({"a": 1, "b": 2}), Attrs({"b": 2, "a": 1}))
+    assert structural_hash(Attrs({"a": 1, "b": 2})) == structural_hash(Attrs({"b": 2, "a": 1}))
+    f = tir.PrimFunc((), tir.Evaluate(0))
+    assert structural_equal(f.with_attr({"x": 1, "y": 2}), f.with_attr({"y": 2, "x": 1}))

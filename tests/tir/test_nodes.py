@@ -137,3 +137,10 @@ def test_star_import_does_not_shadow_builtins():
     scope: dict = {}
     exec("from kiln.tir import *", scope)
     assert "type" not in scope and "Var" in scope
+
+
+def test_predicates_are_bool_and_vload_takes_lists():
+    x = tir.Var("x", "float32")
+    assert tir.math("isnan", x).dtype == "bool"
+    A = tir.decl_buffer((8,), "float32", "A")
+    assert A.vload([0]).indices[0].value == 0

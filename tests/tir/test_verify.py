@@ -137,3 +137,20 @@ def test_verifier_never_crashes_on_garbage():
     assert tir.verify_well_formed(42, raise_error=False) == [  # type: ignore[arg-type]
         "expected a PrimFunc or IRModule, got int"
     ]
+
+
+def test_buffer_with_elem_offset_and_vector_buffers_verify():
+    p = tir.Var("a", "handle")
+    buf = tir.decl_buffer((4,), "float32", "A", elem_offset=0)
+    assert tir.verify_well_formed(tir.PrimFunc((p,), tir.BufferStore(buf, 1.0, (0,)),
+                                               buffer_map={p: buf})) == []
+    q = tir.Var("v", "handle")
+    vb = tir.decl_buffer((4,), "float32x4", "V")
+    f = tir.PrimFunc((q,), tir.BufferStore(vb, vb[1], (0,)), buffer_map={q: vb})
+    assert tir.verify_well_formed(f) == []
+
+
+def test_attr_iter_var_defines_its_variable():
+    iv = tir.IterVar(tir.Range(0, 4), tir.Var("vt"), thread_tag="vthread")
+    f = _func(tir.AttrStmt(iv, "pragma_custom", 1, tir.Evaluate(iv.var)))
+    assert tir.verify_well_formed(f) == []

@@ -88,7 +88,11 @@ class _Checker(Visitor):
         self.buffers.pop()
 
     def declare_buffer(self, buf: Buffer, where: Any) -> None:
-        for e in (*buf.shape, *buf.strides, *([buf.elem_offset] if buf.elem_offset else [])):
+        for e in (
+            *buf.shape,
+            *buf.strides,
+            *([buf.elem_offset] if buf.elem_offset is not None else []),
+        ):
             self.visit(e)
         self.buffers[-1].add(buf)
 
@@ -248,10 +252,14 @@ class _Checker(Visitor):
             if outermost:
                 self.threads.pop()
             return
-        if isinstance(s.node, Node) and not isinstance(s.node, (Var, Buffer)):
-            self.visit(s.node)
         self.visit(s.value)
+        self.push()
+        if isinstance(s.node, IterVar):
+            self.define(s.node.var, s)
+        elif isinstance(s.node, Node) and not isinstance(s.node, (Var, Buffer)):
+            self.visit(s.node)
         self.visit(s.body)
+        self.pop()
 
     def visit_IfThenElse(self, s: IfThenElse) -> None:
         self.check_cond(s.condition, s)
@@ -267,7 +275,10 @@ class _Checker(Visitor):
     def visit_BufferStore(self, s: BufferStore) -> None:
         self.check_buffer(s.buffer, s)
         self.check_rank(s.buffer, s.indices, s)
-        if isinstance(s.buffer, Buffer) and s.value.dtype.element_of() != s.buffer.dtype:
+        if (
+            isinstance(s.buffer, Buffer)
+            and s.value.dtype.element_of() != s.buffer.dtype.element_of()
+        ):
             self.err(
                 s,
                 f"stores a {s.value.dtype} value into buffer {s.buffer.name!r} of {s.buffer.dtype}",
@@ -314,7 +325,11 @@ def define_buffer_vars(c: _Checker, buf: Buffer) -> None:
     """Symbolic dims first seen in a parameter buffer's shape/strides are defined there."""
     if not c.defined(buf.data):
         c.define(buf.data, buf)
-    for e in (*buf.shape, *buf.strides, *([buf.elem_offset] if buf.elem_offset else [])):
+    for e in (
+        *buf.shape,
+        *buf.strides,
+        *([buf.elem_offset] if buf.elem_offset is not None else []),
+    ):
         if isinstance(e, Var) and not c.defined(e):
             c.define(e, buf)
 

@@ -1,0 +1,223 @@
+"""Parsing of a ``@T.prim_func`` function and of an ``@I.ir_module`` class.
+
+A non-private function gets ``global_symbol`` = its name (first among its attributes) unless
+``T.func_attr`` sets one; ``@T.prim_func(private=True)`` gets none. In a module, a pass over the
+class first makes one `GlobalVar` per function (with its return dtype, int32 for functions that
+return nothing), so ``Module.callee(...)`` works whatever the order of definitions.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kiln.ir.function import GlobalVar
+from kiln.ir.module import IRModule
+from kiln.ir.node import Attrs, FrozenMap
+from kiln.script.parser.expr import ExprEvaluator, ModuleRef, fill_all_spans, fill_below
+from kiln.script.parser.source import Source
+from kiln.script.parser.stmt import StmtParser
+from kiln.script.tir_ns.frames import FuncAttrs, MatchBufferSpec
+from kiln.script.tir_ns.types import HANDLE, BufferSpec, DTypeCtor, VarSpec
+from kiln.tir.analysis import verify_well_formed
+from kiln.tir.buffer import Buffer
+from kiln.tir.expr import Var
+from kiln.tir.function import PrimFunc
+from kiln.tir.stmt import IterVar
+from kiln.tir.type import VOID, PointerType, PrimType, TupleType
+
+INT32_TYPE = PrimType("int32")
+
+
+@dataclass(frozen=True)
+class PrimFuncOptions:
+    """Options of ``@T.prim_func(...)``."""
+
+    private: bool = False
+    check_well_formed: bool = True
+
+
+@dataclass(frozen=True)
+class ModuleOptions:
+    """Options of ``@I.ir_module(...)``."""
+
+    check_well_formed: bool = True
+
+
+@dataclass(frozen=True)
+class ModuleAttrs:
+    """``I.module_attrs({...})`` inside an ``I.ir_module`` class."""
+
+    attrs: dict
+
+
+def annotation_type(ev: ExprEvaluator, node: ast.expr | None) -> PrimType | PointerType | TupleType:
+    """The return type a ``-> T.int32`` annotation names (void without one)."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+        return VOID
+    ann = ev.eval(node)
+    if isinstance(ann, DTypeCtor):
+        ann = ann.spec()
+    if not isinstance(ann, VarSpec):
+        raise ev.src.error(node, "a return annotation must be a type such as T.int32")
+    return ev.at(node, ann.var_type)[1]
+
+
+class FuncParser(StmtParser):
+    """Parses one ``def`` into a `PrimFunc`."""
+
+    def __init__(
+        self,
+        src: Source,
+        env: list[Mapping[str, Any]],
+        gv_dtypes: Mapping[GlobalVar, Any] | None = None,
+    ) -> None:
+        super().__init__(src, env, gv_dtypes)
+        self.params: list[Var] = []
+        self.buffer_map: dict[Var, Buffer] = {}
+        self.attrs: dict[str, Any] = {}
+        self.env_threads: dict[Var, IterVar] = {}
+
+    def env_thread(self, var: Var) -> IterVar | None:
+        return self.env_threads.get(var)
+
+    def register_env_thread(self, iv: IterVar) -> None:
+        self.env_threads[iv.var] = iv
+
+    def func_attr(self, attrs: FuncAttrs, node: ast.stmt) -> None:
+        if self.depth:
+            raise self.src.error(node, "T.func_attr is only allowed at the top of a function body")
+        if not isinstance(attrs.attrs, dict):
+            raise self.src.error(node, "T.func_attr takes a dict of attributes")
+        self.attrs.update(attrs.attrs)
+
+    def match_buffer(self, name: str, spec: MatchBufferSpec, node: ast.stmt) -> Buffer:
+        if self.depth:
+            raise self.src.error(node, "T.match_buffer is only allowed at the top of a function")
+        param = spec.param
+        if not (isinstance(param, Var) and any(param is p for p in self.params)):
+            raise self.src.error(
+                node, "the first argument of T.match_buffer must be a handle parameter"
+            )
+        if param in self.buffer_map:
+            raise self.src.error(node, f"parameter {param.name!r} already has a buffer")
+        buf = self.at(getattr(node, "value", node), spec.spec.build, name, self.src.span(node))
+        self.buffer_map[param] = buf
+        return buf
+
+    def parse(self, fdef: ast.FunctionDef, options: PrimFuncOptions) -> PrimFunc:
+        self.check_signature(fdef)
+        for arg in fdef.args.args:
+            self.param(arg)
+        ret_type = annotation_type(self, fdef.returns)
+        if isinstance(ret_type, PrimType):
+            self.ret_dtype = ret_type.dtype
+        body = self.parse_body(fdef.body)
+        attrs = dict(self.attrs)
+        if not options.private and "global_symbol" not in attrs:
+            attrs = {"global_symbol": fdef.name, **attrs}
+        span = self.src.span(fdef)
+        func = self.at(
+            fdef,
+            PrimFunc,
+            tuple(self.params),
+            body,
+            ret_type,
+            FrozenMap(self.buffer_map),
+            Attrs(attrs),
+            span,
+        )
+        fill_all_spans(func, span)
+        return func
+
+    def check_signature(self, fdef: ast.FunctionDef) -> None:
+        a = fdef.args
+        extra = a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults
+        if extra:
+            raise self.src.error(
+                fdef, "script functions take plain parameters (no defaults, *args or **kwargs)"
+            )
+
+    def param(self, arg: ast.arg) -> None:
+        name, span = arg.arg, self.src.span(arg)
+        if arg.annotation is None:
+            raise self.src.error(
+                arg, f"parameter {name!r} needs a type such as T.int32, T.handle or T.Buffer(...)"
+            )
+        ann = self.eval(arg.annotation)
+        if isinstance(ann, BufferSpec):
+            buf = self.at(arg.annotation, ann.build, name, span)
+            fill_below(buf, span)
+            var = Var(name, HANDLE, span=span)
+            self.buffer_map[var] = buf
+            self.bind(name, buf, arg)
+        else:
+            if isinstance(ann, DTypeCtor):
+                ann = ann.spec()
+            if not isinstance(ann, VarSpec):
+                raise self.src.error(
+                    arg.annotation, "expected a type such as T.int32, T.handle or T.Buffer(...)"
+                )
+            var = self.at(arg.annotation, ann.make, name, span)
+            self.bind(name, var, arg)
+        self.params.append(var)
+
+
+def prim_func_options(ev: ExprEvaluator, fdef: ast.FunctionDef) -> PrimFuncOptions:
+    """The options of the single ``@T.prim_func`` decorator of ``fdef``."""
+    if len(fdef.decorator_list) != 1:
+        raise ev.src.error(fdef, f"function {fdef.name!r} needs exactly one @T.prim_func decorator")
+    deco = ev.eval(fdef.decorator_list[0])
+    options = getattr(deco, "kiln_prim_func_options", None)
+    if not isinstance(options, PrimFuncOptions):
+        raise ev.src.error(
+            fdef.decorator_list[0], "only @T.prim_func functions are supported in kiln.script"
+        )
+    return options
+
+
+def parse_class(
+    src: Source, cdef: ast.ClassDef, env: list[Mapping[str, Any]], options: ModuleOptions
+) -> IRModule:
+    """An `IRModule` from an ``@I.ir_module`` class statement."""
+    class_env: dict[str, Any] = {}
+    ev = ExprEvaluator(src, [class_env, *env])
+    funcs: list[tuple[ast.FunctionDef, PrimFuncOptions]] = []
+    attrs: dict[str, Any] = {}
+    for stmt in cdef.body:
+        if isinstance(stmt, ast.FunctionDef):
+            funcs.append((stmt, prim_func_options(ev, stmt)))
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # docstring
+        elif isinstance(stmt, ast.Expr) and isinstance(v := ev.eval(stmt.value), ModuleAttrs):
+            attrs.update(v.attrs)
+        elif isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
+            class_env[stmt.targets[0].id] = ev.eval(stmt.value)  # type: ignore[attr-defined]
+        elif not isinstance(stmt, ast.Pass):
+            raise src.error(
+                stmt, "an I.ir_module class holds @T.prim_func functions and I.module_attrs(...)"
+            )
+    gvars: dict[str, GlobalVar] = {}
+    gv_dtypes: dict[GlobalVar, Any] = {}
+    for fdef, _ in funcs:
+        if fdef.name in gvars:
+            raise src.error(fdef, f"function {fdef.name!r} is defined twice")
+        gv = gvars[fdef.name] = GlobalVar(fdef.name, src.span(fdef))
+        ret = annotation_type(ev, fdef.returns)
+        gv_dtypes[gv] = ret.dtype if isinstance(ret, PrimType) else INT32_TYPE.dtype
+    fenv = [{cdef.name: ModuleRef(cdef.name, gvars)}, class_env, *env]
+    out = {gvars[f.name]: FuncParser(src, fenv, gv_dtypes).parse(f, o) for f, o in funcs}
+    mod = ev.at(cdef, IRModule, out, attrs)
+    if options.check_well_formed:
+        check_well_formed(src, cdef, mod)
+    return mod
+
+
+def check_well_formed(src: Source, node: ast.AST, obj: PrimFunc | IRModule) -> None:
+    """Raise a `ScriptError` at ``node`` when the parsed IR breaks an invariant."""
+    errors = verify_well_formed(obj, raise_error=False)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise src.error(node, f"the parsed IR is not well formed: {errors[0]}{more}")

@@ -1,0 +1,1 @@
+"""The implementation of the T namespace (`kiln.script.tir` re-exports it)."""
