@@ -139,6 +139,8 @@ def convert(value: Any, dtype: DataType | str | None = None) -> PrimExpr:
         return value
     dt = DataType.parse(dtype) if dtype is not None else None
     if isinstance(value, bool):
+        if dt is not None and dt.is_float:
+            return FloatImm(dt, float(value))
         return IntImm(dt or BOOL, int(value))
     if isinstance(value, int):
         if dt is None:
@@ -525,7 +527,7 @@ def _indices(buffer: Any, indices: Any, what: str) -> tuple[PrimExpr, ...]:
         indices = (indices,)
     idx = tuple(convert(i) for i in indices)
     for i in idx:
-        if not (i.dtype.is_integer or (i.dtype.is_bool and False)):
+        if not i.dtype.is_integer:
             raise IRError(f"{what}: index {i!r} of buffer {buffer.name!r} must be an integer")
     if len(idx) != len(buffer.shape):
         raise IRError(

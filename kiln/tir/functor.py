@@ -1,6 +1,7 @@
 """Visitor and mutator bases for TIR (name-based dispatch), and substitution helpers.
 
-`Visitor.visit(n)` calls ``visit_<ClassName>`` when defined, else visits the children.
+`Visitor.visit(n)` calls ``visit_<ClassName>`` for the node's class or its nearest base class
+that has one (so a `Var` subclass reaches ``visit_Var``), else visits the children.
 `Mutator.visit(n)` returns ``n`` itself when nothing below changed, so callers detect a fixpoint
 with ``is``. Tuples and `FrozenMap` fields are walked element-wise; other values are left alone.
 """
@@ -13,6 +14,15 @@ from typing import Any, Callable
 from kiln.ir.node import FrozenMap, Node
 
 
+def _lookup(visitor: Any, cls: type) -> Callable[[Any], Any]:
+    """The ``visit_<Class>`` method for ``cls`` or its nearest base class, else generic_visit."""
+    for base in cls.__mro__:
+        fn = getattr(visitor, f"visit_{base.__name__}", None)
+        if fn is not None:
+            return fn
+    return visitor.generic_visit
+
+
 class Visitor:
     """Read-only traversal; override ``visit_<ClassName>`` and call ``generic_visit`` to recurse."""
 
@@ -22,7 +32,7 @@ class Visitor:
     def visit(self, n: Any) -> None:
         fn = self._dispatch.get(type(n))
         if fn is None:
-            fn = getattr(self, f"visit_{type(n).__name__}", self.generic_visit)
+            fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
         fn(n)
 
@@ -58,7 +68,7 @@ class Mutator:
     def visit(self, n: Any) -> Any:
         fn = self._dispatch.get(type(n))
         if fn is None:
-            fn = getattr(self, f"visit_{type(n).__name__}", self.generic_visit)
+            fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
         return fn(n)
 

@@ -174,6 +174,8 @@ def cast(dtype: str | DataType, value: Any) -> PrimExpr:
 def max_value(dtype: str | DataType) -> PrimExpr:
     """The largest finite value of ``dtype``."""
     dt = DataType.parse(dtype)
+    if dt.is_bool:
+        return convert(True, dt)
     if dt.is_int:
         return convert((1 << (dt.bits - 1)) - 1, dt)
     if dt.is_uint:
@@ -185,6 +187,8 @@ def max_value(dtype: str | DataType) -> PrimExpr:
 def min_value(dtype: str | DataType) -> PrimExpr:
     """The smallest finite value of ``dtype``."""
     dt = DataType.parse(dtype)
+    if dt.is_bool:
+        return convert(False, dt)
     if dt.is_int:
         return convert(-(1 << (dt.bits - 1)), dt)
     if dt.is_uint:

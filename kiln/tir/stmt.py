@@ -41,8 +41,16 @@ class Range(Node):
     span: Span | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "min", convert(self.min))
-        _set(self, "extent", convert(self.extent, self.min.dtype))
+        # NOTE: a Python int takes the dtype of the other bound, so Range(0, n_int64) is int64.
+        lo, ext = self.min, self.extent
+        if not isinstance(lo, PrimExpr) and isinstance(ext, PrimExpr):
+            lo = convert(lo, ext.dtype)
+        lo = convert(lo)
+        ext = convert(ext, lo.dtype)
+        if lo.dtype != ext.dtype:
+            raise IRError(f"Range: min is {lo.dtype} but extent is {ext.dtype}")
+        _set(self, "min", lo)
+        _set(self, "extent", ext)
 
     @staticmethod
     def from_min_extent(lo: Any, extent: Any) -> Range:

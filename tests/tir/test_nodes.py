@@ -144,3 +144,21 @@ def test_predicates_are_bool_and_vload_takes_lists():
     assert tir.math("isnan", x).dtype == "bool"
     A = tir.decl_buffer((8,), "float32", "A")
     assert A.vload([0]).indices[0].value == 0
+
+
+def test_visitors_dispatch_along_the_class_hierarchy():
+    class AxisVar(tir.Var):
+        pass
+
+    i = AxisVar("i")
+    out = tir.substitute(i + 1, {i: 5})
+    assert isinstance(out.a, tir.IntImm) and out.a.value == 5
+
+
+def test_small_conversions():
+    assert tir.max_value("bool").value == 1 and tir.min_value("bool").value == 0
+    assert isinstance(tir.convert(True, "float32"), tir.FloatImm)
+    n = tir.Var("n", "int64")
+    assert tir.Range(0, n).min.dtype == "int64"
+    with pytest.raises(IRError, match="min is int32 but extent is int64"):
+        tir.Range(tir.const(0), n)

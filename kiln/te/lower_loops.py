@@ -1,0 +1,156 @@
+"""The loops of one stage: leaf loop variables, every axis's extent and value, and guards.
+
+Given the range a stage must cover (its *region*: the full shape at the root, a tile when
+computed at a consumer's loop), each leaf axis becomes a loop from 0 to its extent. Relations
+are replayed forwards for extents (a split's inner extent is the factor, its outer extent the
+ceiling of the parent's over it; a fused extent is the product) and backwards for values (a
+split parent is ``outer * inner_extent + inner``; fused children are ``fused // inner_extent``
+and ``fused % inner_extent``). A split whose extent is not provably divisible adds a guard
+``parent < extent``; each guard records the leaf loops it reads so lowering can place it at the
+innermost loop it needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kiln.te.linear import ceildiv, const_value, simplify_index, to_affine
+from kiln.te.tensor import AxisVar, ComputeOp
+from kiln.tir.expr import FloorDiv, FloorMod, PrimExpr, Var, convert
+
+if TYPE_CHECKING:
+    from kiln.te.schedule import Fuse, Split, Stage
+
+
+@dataclass(eq=False)
+class Guard:
+    """A condition the innermost statements need, reading the leaf loops at ``deps``."""
+
+    deps: frozenset[int]
+    cond: PrimExpr
+    reduce: bool
+
+
+@dataclass(eq=False)
+class StageLoops:
+    """Everything lowering needs about one stage's loops (see the module docstring)."""
+
+    stage: Stage
+    leaves: list[AxisVar]
+    loop_vars: dict[AxisVar, Var]
+    extents: dict[AxisVar, PrimExpr]
+    offsets: dict[AxisVar, PrimExpr]
+    deps: dict[AxisVar, frozenset[int]]
+    guards: list[Guard]
+    root_values: dict[AxisVar, PrimExpr]
+    region: list[tuple[PrimExpr, PrimExpr]]
+    elided: set[AxisVar]
+
+    @property
+    def first_reduce(self) -> int:
+        """Position of the first reduction leaf (the number of leaves when there is none)."""
+        return next((k for k, a in enumerate(self.leaves) if a.is_reduce), len(self.leaves))
+
+    def depth(self, deps: frozenset[int]) -> int:
+        """How many leaf loops enclose a statement that reads the loops at ``deps``."""
+        return max(deps) + 1 if deps else 0
+
+
+def make_stage_loops(
+    stage: Stage, region: list[tuple[PrimExpr, PrimExpr]], names: dict[AxisVar, str]
+) -> StageLoops:
+    """The loops of ``stage`` covering ``region`` (one (min, extent) per data axis); ``names``
+    gives each leaf loop variable its (function-unique) name."""
+    from kiln.te.schedule import Split
+
+    op = stage.op
+    assert isinstance(op, ComputeOp)
+    roots: list[AxisVar] = [*op.axis, *op.reduce_axis]
+    mins: dict[AxisVar, PrimExpr] = {a: lo for a, (lo, _) in zip(op.axis, region)}
+    extents: dict[AxisVar, PrimExpr] = {a: ext for a, (_, ext) in zip(op.axis, region)}
+    for k in op.reduce_axis:
+        assert k.dom is not None
+        mins[k], extents[k] = k.dom.min, k.dom.extent
+    for rel in stage.relations:
+        _forward(rel, extents)
+    leaves = list(stage.leaf_iter_vars)
+    loop_vars = {a: Var(names[a], a.dtype) for a in leaves}
+    # NOTE: a plain loop of extent 1 is not emitted; its axis is 0 wherever it is used.
+    elided = {
+        a
+        for a in leaves
+        if const_value(extents[a]) == 1
+        and (a not in stage.iter_attrs or stage.iter_attrs[a].is_default)
+    }
+    offsets: dict[AxisVar, PrimExpr] = {
+        a: convert(0, a.dtype) if a in elided else v for a, v in loop_vars.items()
+    }
+    deps = {a: frozenset([k]) for k, a in enumerate(leaves)}
+    for rel in reversed(stage.relations):
+        _backward(rel, extents, offsets, deps)
+    guards = [
+        Guard(deps[rel.parent], offsets[rel.parent] < extents[rel.parent], rel.parent.is_reduce)
+        for rel in stage.relations
+        if isinstance(rel, Split) and not _divisible(rel, extents)
+    ]
+    values = {a: simplify_index(mins[a] + offsets[a]) for a in roots}
+    return StageLoops(
+        stage, leaves, loop_vars, extents, offsets, deps, guards, values, region, elided
+    )
+
+
+def _forward(rel: Split | Fuse, extents: dict[AxisVar, PrimExpr]) -> None:
+    from kiln.te.schedule import Split
+
+    if isinstance(rel, Split):
+        ext = extents[rel.parent]
+        if rel.factor is not None:
+            factor = _retype(rel.factor, ext)
+            extents[rel.inner] = factor
+            extents[rel.outer] = ceildiv(ext, factor)
+        else:
+            assert rel.nparts is not None
+            nparts = _retype(rel.nparts, ext)
+            extents[rel.outer] = nparts
+            extents[rel.inner] = ceildiv(ext, nparts)
+    else:
+        extents[rel.fused] = simplify_index(extents[rel.outer] * extents[rel.inner])
+
+
+def _retype(value: PrimExpr, like: PrimExpr) -> PrimExpr:
+    """A constant ``value`` in the index dtype of ``like``."""
+    v = const_value(value)
+    return convert(v, like.dtype) if v is not None else value
+
+
+def _backward(
+    rel: Split | Fuse,
+    extents: dict[AxisVar, PrimExpr],
+    offsets: dict[AxisVar, PrimExpr],
+    deps: dict[AxisVar, frozenset[int]],
+) -> None:
+    from kiln.te.schedule import Split
+
+    if isinstance(rel, Split):
+        value = offsets[rel.outer] * extents[rel.inner] + offsets[rel.inner]
+        offsets[rel.parent] = simplify_index(value)
+        deps[rel.parent] = deps[rel.outer] | deps[rel.inner]
+    else:
+        fused, inner_ext = offsets[rel.fused], extents[rel.inner]
+        if const_value(extents[rel.outer]) == 1:
+            offsets[rel.outer] = convert(0, fused.dtype)
+        else:
+            offsets[rel.outer] = simplify_index(FloorDiv(fused, inner_ext))
+        offsets[rel.inner] = simplify_index(FloorMod(fused, inner_ext))
+        deps[rel.outer] = deps[rel.inner] = deps[rel.fused]
+
+
+def _divisible(rel: Split, extents: dict[AxisVar, PrimExpr]) -> bool:
+    """True when the split covers its parent's extent exactly (no guard needed)."""
+    ext = to_affine(extents[rel.parent])
+    if rel.factor is not None:
+        f = const_value(rel.factor)
+        return f is not None and ext.divisible_by(f)
+    n = const_value(rel.nparts) if rel.nparts is not None else None
+    return n is not None and ext.is_const and ext.const % n == 0

@@ -1,0 +1,187 @@
+"""Building the loop nest of one stage: loops, guards, stores, reduction init, attached stages.
+
+Statements are placed by *position*: position ``p`` is inside leaf loop ``p - 1`` and around leaf
+loop ``p``. At each position come, in order: the stages computed at leaf ``p - 1`` (each in its
+own scratch allocation), the reduction's init nest (at the first reduction leaf), then loop
+``p``. A guard sits at the position just inside the deepest loop it reads, so a split tail is
+skipped as early as possible. A reduction's init nest repeats the data-parallel loops that lie
+inside the first reduction loop, with fresh variables.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kiln.errors import IRError
+from kiln.te.linear import const_value, simplify_index
+from kiln.te.lower_loops import Guard, StageLoops
+from kiln.te.reduce import Reduce
+from kiln.te.rewrite import rewrite_loads
+from kiln.te.tensor import ProducerLoad
+from kiln.tir.buffer import Buffer
+from kiln.tir.expr import And, BufferLoad, IntImm, PrimExpr, Var, const, convert
+from kiln.tir.functor import substitute
+from kiln.tir.stmt import (
+    Allocate,
+    BufferStore,
+    DeclBuffer,
+    For,
+    ForKind,
+    IfThenElse,
+    IterKind,
+    IterVar,
+    Range,
+    Stmt,
+    seq,
+)
+
+if TYPE_CHECKING:
+    from kiln.te.lower import LowerState
+    from kiln.te.schedule import IterAttr, Stage
+
+
+@dataclass(eq=False)
+class Loop:
+    """One loop to emit: its variable, extent and (optional) schedule attributes."""
+
+    var: Var
+    extent: PrimExpr
+    attr: IterAttr | None
+    elided: bool = False
+
+
+def make_for(loop: Loop, body: Stmt) -> For:
+    """The `For` of ``loop`` around ``body``."""
+    zero = convert(0, loop.var.dtype)
+    attr = loop.attr
+    if attr is None:
+        return For(loop.var, zero, loop.extent, ForKind.SERIAL, body)
+    binding = None
+    if attr.kind is ForKind.THREAD_BINDING:
+        dom = Range(zero, loop.extent)
+        binding = IterVar(dom, loop.var, IterKind.THREAD_INDEX, attr.thread_tag)
+    return For(loop.var, zero, loop.extent, attr.kind, body, binding, attr.pragmas)
+
+
+def allocate(buf: Buffer, body: Stmt) -> Stmt:
+    """Allocate ``buf`` (rank 0 takes one element) and declare it over ``body``."""
+    extents = buf.shape or (convert(1),)
+    return Allocate(buf.data, buf.dtype, extents, const(True), DeclBuffer(buf, body))
+
+
+def _all(conds: list[PrimExpr]) -> PrimExpr:
+    out = conds[0]
+    for c in conds[1:]:
+        out = And(out, c)
+    return out
+
+
+def assemble(
+    loops: list[Loop],
+    inner: Stmt,
+    pre: dict[int, list[Stmt]],
+    guards: dict[int, list[PrimExpr]],
+    allocs: dict[int, list[Buffer]],
+) -> Stmt:
+    """Nest ``loops`` around ``inner``, placing statements, guards and allocations by position."""
+    stmt = inner
+    for p in range(len(loops), -1, -1):
+        if p < len(loops) and not loops[p].elided:
+            stmt = make_for(loops[p], stmt)
+        stmt = seq(*pre.get(p, ()), stmt)
+        if guards.get(p):
+            stmt = IfThenElse(_all(guards[p]), stmt)
+        for buf in reversed(allocs.get(p, ())):
+            stmt = allocate(buf, stmt)
+    return stmt
+
+
+def lower_value(state: LowerState, sl: StageLoops, expr: PrimExpr) -> PrimExpr:
+    """``expr`` over the stage's loop variables, tensor reads turned into buffer loads."""
+
+    def load(n: ProducerLoad) -> PrimExpr:
+        src = state.sch.stage_map[n.producer.op]
+        mins = state.region_min(src)
+        idx = tuple(simplify_index(i - m) for i, m in zip(n.indices, mins))
+        return BufferLoad(state.buffers[src], idx)
+
+    return rewrite_loads(expr, load, sl.root_values)
+
+
+def _loops(stage: Stage, sl: StageLoops) -> list[Loop]:
+    out = []
+    for a in sl.leaves:
+        attr = stage.iter_attrs.get(a)
+        ext = sl.extents[a]
+        if attr is not None and attr.kind is ForKind.VECTORIZED and const_value(ext) is None:
+            raise IRError(
+                f"vectorize: axis {a.name!r} of stage {stage.name!r} has extent {ext}, which is "
+                "not a constant; split it by a constant factor and vectorize the inner axis"
+            )
+        out.append(Loop(sl.loop_vars[a], ext, attr, a in sl.elided))
+    return out
+
+
+def build_stage(state: LowerState, stage: Stage) -> Stmt:
+    """The complete nest of ``stage``, with the stages computed at its loops inside."""
+    sl = state.loops[stage]
+    buf = state.buffers[stage]
+    body = state.bodies[stage]
+    op = stage.op
+    idx = tuple(sl.offsets[a] for a in op.axis)  # type: ignore[attr-defined]
+    pre: dict[int, list[Stmt]] = defaultdict(list)
+    allocs: dict[int, list[Buffer]] = defaultdict(list)
+    for child in state.children[stage]:
+        p = sl.leaves.index(child.attach_ivar) + 1  # type: ignore[arg-type]
+        pre[p].append(build_stage(state, child))
+        if child not in state.params:
+            allocs[p].append(state.buffers[child])
+    guards: dict[int, list[PrimExpr]] = defaultdict(list)
+    for g in sl.guards:
+        guards[sl.depth(g.deps)].append(g.cond)
+    if isinstance(body, Reduce):
+        inner = _update(state, sl, buf, body, idx)
+        pre[sl.first_reduce].append(_init_nest(state, stage, sl, body, idx))
+    else:
+        inner = BufferStore(buf, lower_value(state, sl, body), idx)
+    return assemble(_loops(stage, sl), inner, pre, guards, allocs)
+
+
+def _update(
+    state: LowerState, sl: StageLoops, buf: Buffer, body: Reduce, idx: tuple[PrimExpr, ...]
+) -> Stmt:
+    source = lower_value(state, sl, body.source)
+    value = body.combiner.combine(BufferLoad(buf, idx), source)
+    store: Stmt = BufferStore(buf, value, idx)
+    cond = lower_value(state, sl, body.condition)
+    if not (isinstance(cond, IntImm) and cond.value == 1):
+        store = IfThenElse(cond, store)
+    return store
+
+
+def _init_nest(
+    state: LowerState, stage: Stage, sl: StageLoops, body: Reduce, idx: tuple[PrimExpr, ...]
+) -> Stmt:
+    """Store the identity over the data loops that lie inside the first reduction loop."""
+    r = sl.first_reduce
+    inside = [(k, a) for k, a in enumerate(sl.leaves) if k >= r and not a.is_reduce]
+    fresh = {sl.loop_vars[a]: Var(state.fresh_name(f"{a.name}_init"), a.dtype) for _, a in inside}
+    position = {k: j for j, (k, _) in enumerate(inside)}
+    loops = [
+        Loop(fresh[sl.loop_vars[a]], sl.extents[a], stage.iter_attrs.get(a), a in sl.elided)
+        for _, a in inside
+    ]
+    guards: dict[int, list[PrimExpr]] = defaultdict(list)
+    for g in sl.guards:
+        if not g.reduce and sl.depth(g.deps) > r:
+            guards[_init_depth(g, position, r)].append(substitute(g.cond, fresh))
+    init_idx = tuple(substitute(i, fresh) for i in idx)
+    store = BufferStore(state.buffers[stage], body.combiner.identity, init_idx)
+    return assemble(loops, store, {}, guards, {})
+
+
+def _init_depth(g: Guard, position: dict[int, int], r: int) -> int:
+    inner = [position[k] for k in g.deps if k >= r]
+    return max(inner) + 1 if inner else 0
