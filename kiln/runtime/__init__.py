@@ -4,15 +4,19 @@ This layer imports only the standard library, numpy, tvm_ffi, `kiln.errors` and 
 never `kiln.ir`, `kiln.tir` or anything above them, so a compiled artifact loads on its own.
 """
 
-from kiln.runtime.module import (
+from kiln import config
+
+config.apply_openmp_defaults()  # before tvm_ffi (and through it libgomp) is first loaded
+
+from kiln.runtime.module import (  # noqa: E402
     FunctionNotFoundError,
     Module,
     build_module,
     load_module,
     metadata_c_source,
 )
-from kiln.runtime.tensor import Device, Tensor, cpu, cuda, empty, tensor, to_numpy
-from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c, find_compiler
+from kiln.runtime.tensor import Device, Tensor, cpu, cuda, empty, tensor, to_numpy  # noqa: E402
+from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c, find_compiler  # noqa: E402
 
 __all__ = [
     "DEFAULT_FLAGS",

@@ -71,6 +71,16 @@ class PackedAPI:
         """The typed function's parameters: one per argument, then the symbolic dims."""
         return tuple(a.param for a in self.args) + self.dims
 
+    def __repr__(self) -> str:
+        def arg(a: PackedArg) -> str:
+            if a.buffer is None:
+                return f"{a.name}: {a.param.dtype}"
+            dims = ", ".join(d.name if isinstance(d, Var) else str(d) for d in a.buffer.shape)
+            return f"{a.name}: {a.buffer.dtype}[{dims}]"
+
+        binds = "".join(f", binds {c.value.name}" for c in self.checks if c.binds)  # type: ignore
+        return f"PackedAPI({self.symbol}({', '.join(arg(a) for a in self.args)}){binds})"
+
 
 class MakePackedAPI(Pass):
     """Typed signatures for all functions and a checked entry plan for exposed ones."""

@@ -1,0 +1,517 @@
+"""Expressions of CodeGenC: types, literals, arithmetic, casts, vectors, buffer loads, intrinsics.
+
+`CExprEmitter` turns a TIR expression into a C expression string. It is the expression half of
+`CodeGenC` (statements and functions are in `c.py`); a dialect subclass (CUDA) overrides the type
+tables, the class attributes and individual ``expr_<Node>`` / ``call_<op>`` methods.
+
+Conventions of the emitted C:
+- every compound expression is parenthesized, so callers never think about precedence;
+- scalars map to ``<stdint.h>`` types, ``bool``, ``float`` and ``double``; vectors map to GCC
+  vector-extension typedefs (``float32x8``); bool vectors are 32-bit lane masks (-1/0);
+- storage-only floats (float16, bfloat16, fp8) are ``float`` values rounded after every
+  operation and ``uint16_t``/``uint8_t`` in memory (see `c_prelude`);
+- operations GCC vectors lack (select, min/max, math, gathers) run lane by lane inside a GNU
+  statement expression, which GCC vectorizes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, ClassVar
+
+from kiln.errors import KilnError
+from kiln.ir.dtype import DataType
+from kiln.ir.function import GlobalVar
+from kiln.ir.op import Op
+from kiln.target.codegen.c_prelude import Prelude, storage_float_suffix
+from kiln.tir import expr as E
+from kiln.tir.buffer import Buffer
+from kiln.tir.type import PointerType, PrimType, TupleType
+
+
+class CodegenError(KilnError):
+    """The IR cannot be turned into code for this target; the message says what to change."""
+
+
+SCALAR_C_TYPES: dict[str, str] = {
+    "bool": "bool",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint1": "bool",
+    "int1": "bool",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "float32": "float",
+    "float64": "double",
+    "handle": "void*",
+    "void": "void",
+}
+
+
+class CExprEmitter:
+    """Expression printing for C-like targets (see module docstring)."""
+
+    BINOPS: ClassVar[dict[type, str]] = {
+        E.Add: "+",
+        E.Sub: "-",
+        E.Mul: "*",
+        E.EQ: "==",
+        E.NE: "!=",
+        E.LT: "<",
+        E.LE: "<=",
+        E.GT: ">",
+        E.GE: ">=",
+    }
+    SCALAR_TYPES: ClassVar[dict[str, str]] = SCALAR_C_TYPES
+    STORAGE_FLOAT_C: ClassVar[dict[int, str]] = {16: "uint16_t", 8: "uint8_t"}
+    VECTOR_TYPEDEF: ClassVar[str] = "typedef {elem} {name} __attribute__((vector_size({size})));"
+
+    prelude: Prelude
+
+    def __init__(self) -> None:
+        self.prelude = Prelude()
+        self._temp_counter = 0
+        self._expr_dispatch: dict[type, Callable[[Any], str]] = {}
+
+    # -- hooks implemented by CodeGenC --------------------------------------------------------
+    def var_name(self, v: E.Var) -> str:
+        raise NotImplementedError
+
+    def callee_name(self, gv: GlobalVar) -> str:
+        raise NotImplementedError
+
+    def temp(self, hint: str = "t") -> str:
+        """A fresh C name for a temporary inside a statement expression."""
+        self._temp_counter += 1
+        return f"kiln_{hint}{self._temp_counter}"
+
+    # -- types ------------------------------------------------------------------------------
+    def type_of(self, dtype: DataType) -> str:
+        """The C type of *values* of ``dtype``."""
+        if dtype.lanes > 1:
+            return self.vector_type(dtype)
+        if storage_float_suffix(dtype) is not None:
+            return "float"
+        key = str(dtype)
+        if key not in self.SCALAR_TYPES:
+            raise CodegenError(f"the C backend has no type for {dtype}")
+        return self.SCALAR_TYPES[key]
+
+    def storage_type(self, dtype: DataType) -> str:
+        """The C type of ``dtype`` elements *in memory*."""
+        if dtype.lanes == 1 and storage_float_suffix(dtype) is not None:
+            return self.STORAGE_FLOAT_C[dtype.bits]
+        return self.type_of(dtype)
+
+    def vector_type(self, dtype: DataType) -> str:
+        """The GCC vector typedef for ``dtype`` (declared in the prelude on first use)."""
+        elem = dtype.element_of()
+        if storage_float_suffix(elem) is not None:
+            raise CodegenError(f"vectors of {elem} are not supported by the C backend")
+        if elem.is_bool or elem.bits == 1:
+            elem = DataType("int", 32)
+        name = f"{elem}x{dtype.lanes}"
+        size = max(1, elem.bits // 8) * dtype.lanes
+        if size & (size - 1):
+            raise CodegenError(f"vector {dtype}: GCC vectors need a power-of-two byte size")
+        text = self.VECTOR_TYPEDEF.format(elem=self.type_of(elem), name=name, size=size)
+        return self.prelude.need_typedef(name, text)
+
+    def unaligned_vector_type(self, dtype: DataType) -> str:
+        """A vector typedef with element alignment, for loads/stores at any element offset."""
+        base = self.vector_type(dtype)
+        name = f"kiln_{base}_u"
+        align = max(1, dtype.element_of().bits // 8)
+        text = f"typedef {base} {name} __attribute__((aligned({align})));"
+        return self.prelude.need_typedef(name, text)
+
+    def c_type(self, ty: PrimType | PointerType | TupleType) -> str:
+        """The C type of a TIR type (typed pointers become ``T*``)."""
+        if isinstance(ty, PointerType):
+            elem = ty.element_type
+            inner = self.storage_type(elem.dtype) if isinstance(elem, PrimType) else "void"
+            if isinstance(elem, PrimType) and elem.dtype.is_void:
+                inner = "void"
+            return f"{self.pointer_qualifier(ty.scope)}{inner}*"
+        if isinstance(ty, TupleType):
+            if ty.fields:
+                raise CodegenError(f"the C backend cannot return a tuple type {ty}")
+            return "void"
+        return self.type_of(ty.dtype)
+
+    def pointer_qualifier(self, scope: str) -> str:
+        """Address-space qualifier for a pointer into ``scope`` memory (CUDA: shared...)."""
+        return ""
+
+    # -- dispatch ---------------------------------------------------------------------------
+    def expr(self, e: E.PrimExpr) -> str:
+        fn = self._expr_dispatch.get(type(e))
+        if fn is None:
+            fn = getattr(self, f"expr_{type(e).__name__}", None)
+            if fn is None:
+                raise CodegenError(f"the C backend cannot emit expression {type(e).__name__}")
+            self._expr_dispatch[type(e)] = fn
+        return fn(e)
+
+    # -- leaves -----------------------------------------------------------------------------
+    def expr_Var(self, v: E.Var) -> str:
+        return self.var_name(v)
+
+    expr_SizeVar = expr_Var
+
+    def expr_IntImm(self, e: E.IntImm) -> str:
+        dt, v = e.dtype, e.value
+        if dt.is_bool or dt.bits == 1:
+            return "true" if v else "false"
+        if dt.is_handle:
+            return "NULL" if v == 0 else f"((void*){v})"
+        if dt == "int32" and -(2**31) < v < 2**31:
+            return str(v) if v >= 0 else f"({v})"
+        if dt.is_int and dt.bits == 64 and v == -(2**63):
+            return "INT64_MIN"
+        if dt.is_int and v == -(2 ** (dt.bits - 1)):
+            return f"(({self.type_of(dt)})({v + 1} - 1))"
+        suffix = "LL" if dt.is_int else "ULL"
+        return f"(({self.type_of(dt)}){v}{suffix})"
+
+    def expr_FloatImm(self, e: E.FloatImm) -> str:
+        v = e.value
+        if math.isnan(v):
+            lit = "NAN"
+        elif math.isinf(v):
+            lit = "INFINITY" if v > 0 else "(-INFINITY)"
+        else:
+            lit = repr(v)
+            if e.dtype.bits != 64:
+                lit += "f"
+            if v < 0 or lit.startswith("-"):
+                lit = f"({lit})"
+        if e.dtype.bits == 64:
+            return f"((double){lit})" if lit in ("NAN", "INFINITY", "(-INFINITY)") else lit
+        return self.round_storage_float(e.dtype, lit)
+
+    def expr_StringImm(self, e: E.StringImm) -> str:
+        return c_string(e.value)
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def binary(self, e: E.BinaryOp, op: str) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.round_storage_float(e.dtype, f"({a} {op} {b})")
+
+    def round_storage_float(self, dtype: DataType, code: str) -> str:
+        """``code`` (a float) rounded to ``dtype`` when that is a storage-only float type."""
+        if storage_float_suffix(dtype) is None:
+            return code
+        suffix = self.prelude.need_storage_float(dtype)
+        return f"kiln_round_{suffix}({code})"
+
+    def expr_Add(self, e: E.BinaryOp) -> str:
+        return self.binary(e, "+")
+
+    def expr_Sub(self, e: E.BinaryOp) -> str:
+        return self.binary(e, "-")
+
+    def expr_Mul(self, e: E.BinaryOp) -> str:
+        return self.binary(e, "*")
+
+    def expr_Div(self, e: E.BinaryOp) -> str:
+        return self.binary(e, "/")
+
+    def expr_Mod(self, e: E.BinaryOp) -> str:
+        if e.dtype.is_float:
+            return self.float_call(e.dtype, ("fmodf", "fmod"), (e.a, e.b))
+        return self.binary(e, "%")
+
+    def expr_FloorDiv(self, e: E.BinaryOp) -> str:
+        if e.dtype.is_float:
+            return self.float_call(e.dtype, ("floorf", "floor"), (E.Div(e.a, e.b),))
+        if e.dtype.is_uint:
+            return self.binary(e, "/")
+        return self.helper_call(e, "floordiv", _FLOORDIV)
+
+    def expr_FloorMod(self, e: E.BinaryOp) -> str:
+        if e.dtype.is_float:
+            a, b = e.a, e.b
+            return self.expr(E.Sub(a, E.Mul(E.FloorDiv(a, b), b)))
+        if e.dtype.is_uint:
+            return self.binary(e, "%")
+        return self.helper_call(e, "floormod", _FLOORMOD)
+
+    def expr_Min(self, e: E.BinaryOp) -> str:
+        return self.helper_call(e, "min", "return a < b ? a : b;")
+
+    def expr_Max(self, e: E.BinaryOp) -> str:
+        return self.helper_call(e, "max", "return a > b ? a : b;")
+
+    def helper_call(self, e: E.BinaryOp, kind: str, body: str) -> str:
+        """A call of the per-type helper ``kiln_<kind>_<dtype>(a, b)`` (lane-wise on vectors)."""
+        elem = e.dtype.element_of()
+        ctype = self.type_of(elem)
+        name = f"kiln_{kind}_{elem}"
+        code = body.replace("T ", ctype + " ")
+        text = f"static inline {ctype} {name}({ctype} a, {ctype} b) {{ {code} }}"
+        self.prelude.need_function(name, text)
+        if e.dtype.lanes > 1:
+            return self.lanewise(e.dtype, lambda a, b: f"{name}({a}, {b})", e.a, e.b)
+        return self.round_storage_float(e.dtype, f"{name}({self.expr(e.a)}, {self.expr(e.b)})")
+
+    def compare(self, e: E.BinaryOp) -> str:
+        return f"({self.expr(e.a)} {self.BINOPS[type(e)]} {self.expr(e.b)})"
+
+    expr_EQ = expr_NE = expr_LT = expr_LE = expr_GT = expr_GE = compare
+
+    def expr_And(self, e: E.BinaryOp) -> str:
+        op = "&" if e.dtype.lanes > 1 else "&&"
+        return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+
+    def expr_Or(self, e: E.BinaryOp) -> str:
+        op = "|" if e.dtype.lanes > 1 else "||"
+        return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+
+    def expr_Not(self, e: E.Not) -> str:
+        return f"(~{self.expr(e.a)})" if e.dtype.lanes > 1 else f"(!{self.expr(e.a)})"
+
+    def expr_Select(self, e: E.Select) -> str:
+        if e.dtype.lanes > 1:
+            fmt = lambda c, t, f: f"({c} ? {t} : {f})"  # noqa: E731
+            return self.lanewise(e.dtype, fmt, e.condition, e.true_value, e.false_value)
+        cond, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        return f"({cond} ? {t} : {f})"
+
+    def expr_Cast(self, e: E.Cast) -> str:
+        src, dst = e.value.dtype, e.dtype
+        value = self.expr(e.value)
+        if dst.lanes > 1:
+            if dst.element_of().is_bool or src.element_of().is_bool:
+                conv = "(({} != 0) ? -1 : 0)" if dst.element_of().is_bool else "({} != 0)"
+                return self.lanewise(dst, lambda x: conv.format(x), e.value)
+            return f"__builtin_convertvector({value}, {self.type_of(dst)})"
+        if dst.is_bool:
+            return f"({value} != 0)"
+        if storage_float_suffix(dst) is not None:
+            return self.round_storage_float(dst, f"((float){value})")
+        return f"(({self.type_of(dst)}){value})"
+
+    def expr_Let(self, e: E.Let) -> str:
+        name = self.bind_var(e.var)
+        value, body = self.expr(e.value), self.expr(e.body)
+        return f"({{ {self.declare(e.var, name)} = {value}; {body}; }})"
+
+    def bind_var(self, v: E.Var) -> str:
+        raise NotImplementedError
+
+    def declare(self, v: E.Var, name: str) -> str:
+        """``<type> <name>`` for a variable (typed pointers keep their element type)."""
+        return f"{self.c_type(v.type_annotation or PrimType(v.dtype))} {name}"
+
+    # -- vectors ----------------------------------------------------------------------------
+    def expr_Ramp(self, e: E.Ramp) -> str:
+        vt = self.type_of(e.dtype)
+        iota = "{" + ", ".join(str(i) for i in range(e.lanes)) + "}"
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        scaled = f"(({vt}){iota})" if _is_one(e.stride) else f"(({vt}){iota} * {stride})"
+        return f"({scaled} + {base})"
+
+    def expr_Broadcast(self, e: E.Broadcast) -> str:
+        vt = self.type_of(e.dtype)
+        t = self.temp()
+        inner = self.type_of(e.value.dtype)
+        if e.value.dtype.is_bool:
+            return self.lanewise(e.dtype, lambda x: f"({x} ? -1 : 0)", e.value)
+        elems = ", ".join([t] * e.lanes)
+        return f"({{ {inner} {t} = {self.expr(e.value)}; ({vt}){{{elems}}}; }})"
+
+    def lanewise(self, dtype: DataType, fmt: Callable[..., str], *operands: E.PrimExpr) -> str:
+        """``fmt`` applied lane by lane; scalar operands are used as they are in every lane."""
+        vt = self.type_of(dtype)
+        binds, args = [], []
+        lane = self.temp("l")
+        for op in operands:
+            t = self.temp()
+            binds.append(f"__auto_type {t} = {self.expr(op)};")
+            args.append(f"{t}[{lane}]" if op.dtype.lanes > 1 else t)
+        r = self.temp("r")
+        loop = f"for (int {lane} = 0; {lane} < {dtype.lanes}; ++{lane}) {r}[{lane}] = {fmt(*args)};"
+        return f"({{ {' '.join(binds)} {vt} {r}; {loop} {r}; }})"
+
+    # -- memory -----------------------------------------------------------------------------
+    def buffer_pointer(self, buf: Buffer) -> str:
+        """The buffer's data pointer, cast to its element type when the variable's type differs."""
+        data = self.expr(buf.data)
+        want = self.storage_type(buf.dtype)
+        ty = buf.data.type_annotation
+        have = self.c_type(ty) if isinstance(ty, PointerType) else "void*"
+        return data if have == f"{want}*" else f"(({want}*){data})"
+
+    def flat_index(self, buf: Buffer, indices: tuple[E.PrimExpr, ...], what: str) -> E.PrimExpr:
+        if len(indices) != 1 or (buf.elem_offset is not None and not _is_zero(buf.elem_offset)):
+            raise CodegenError(
+                f"{what} of buffer {buf.name!r} has {len(indices)} indices: the C backend needs "
+                "flat 1-D accesses; run the FlattenBuffer pass first (kiln.build does)"
+            )
+        return indices[0]
+
+    def expr_BufferLoad(self, e: E.BufferLoad) -> str:
+        buf = e.buffer
+        index = self.flat_index(buf, e.indices, "load")
+        ptr = self.buffer_pointer(buf)
+        if index.dtype.lanes == 1:
+            return self.from_storage(buf.dtype, f"{ptr}[{self.expr(index)}]")
+        if buf.dtype.is_bool:  # bytes in memory, -1/0 lane masks in registers
+            return self.lanewise(e.dtype, lambda i: f"({ptr}[{i}] ? -1 : 0)", index)
+        if isinstance(index, E.Ramp) and _is_one(index.stride):
+            vt = self.unaligned_vector_type(e.dtype)
+            return f"(*({vt}*)({ptr} + {self.expr(index.base)}))"
+        return self.lanewise(e.dtype, lambda i: f"{ptr}[{i}]", index)
+
+    def from_storage(self, dtype: DataType, code: str) -> str:
+        """A value read from memory as ``code`` (storage-only floats are widened)."""
+        if storage_float_suffix(dtype) is None:
+            return code
+        suffix = self.prelude.need_storage_float(dtype)
+        return f"kiln_{suffix}_to_f32({code})"
+
+    def to_storage(self, dtype: DataType, code: str) -> str:
+        if storage_float_suffix(dtype) is None:
+            return code
+        suffix = self.prelude.need_storage_float(dtype)
+        return f"kiln_f32_to_{suffix}({code})"
+
+    # -- calls ------------------------------------------------------------------------------
+    def expr_Call(self, e: E.Call) -> str:
+        if isinstance(e.op, GlobalVar):
+            return self.call_global(e)
+        short = e.op.name[4:] if e.op.name.startswith("tir.") else e.op.name
+        if e.op.get_attr("math"):
+            return self.call_math(e, short)
+        handler = getattr(self, f"call_{short}", None)
+        if handler is None:
+            raise CodegenError(f"the C backend does not support the intrinsic {e.op.name!r}")
+        return handler(e)
+
+    def call_global(self, e: E.Call) -> str:
+        raise NotImplementedError
+
+    def call_math(self, e: E.Call, name: str) -> str:
+        elem = e.args[0].dtype.element_of()
+        wide = elem.is_float and elem.bits == 64
+        if not elem.is_float:
+            raise CodegenError(f"{name}: math intrinsics need float arguments, got {elem}")
+        if name in ("rsqrt", "sigmoid"):
+            one = "1.0" if wide else "1.0f"
+            sym = "sqrt" if wide else "sqrtf"
+            ex = "exp" if wide else "expf"
+            pat = (
+                f"({one} / {sym}({{}}))" if name == "rsqrt" else f"({one} / ({one} + {ex}(-{{}})))"
+            )
+            fmt: Callable[..., str] = lambda x: pat.format(x)  # noqa: E731
+        else:
+            symbols: dict[str, str] = e.op.get_attr("c_symbol")
+            sym = symbols["float64" if wide else "float32"]
+            fmt = lambda *xs: f"{sym}({', '.join(xs)})"  # noqa: E731
+        if e.dtype.lanes > 1:
+            return self.lanewise(e.dtype, fmt, *e.args)
+        code = fmt(*(self.expr(a) for a in e.args))
+        return self.round_storage_float(e.dtype, code) if e.dtype.is_float else code
+
+    def float_call(self, dtype: DataType, syms: tuple[str, str], args: tuple[Any, ...]) -> str:
+        sym = syms[1] if dtype.element_of().bits == 64 else syms[0]
+        if dtype.lanes > 1:
+            return self.lanewise(dtype, lambda *xs: f"{sym}({', '.join(xs)})", *args)
+        return self.round_storage_float(dtype, f"{sym}({', '.join(self.expr(a) for a in args)})")
+
+    def call_if_then_else(self, e: E.Call) -> str:
+        c, t, f = e.args
+        if e.dtype.lanes > 1:
+            return self.expr_Select(E.Select(c, t, f))
+        return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
+
+    def call_likely(self, e: E.Call) -> str:
+        return f"__builtin_expect(!!{self.expr(e.args[0])}, 1)"
+
+    def call_reinterpret(self, e: E.Call) -> str:
+        src, dst = e.args[0].dtype, e.dtype
+        if src.itemsize != dst.itemsize:
+            raise CodegenError(f"reinterpret: {src} and {dst} differ in size")
+        a, r = self.temp(), self.temp()
+        value = self.expr(e.args[0])
+        s_t, d_t = self.storage_type(src), self.storage_type(dst)
+        src_val = self.to_storage(src, value)
+        back = self.from_storage(dst, r)
+        return f"({{ {s_t} {a} = {src_val}; {d_t} {r}; memcpy(&{r}, &{a}, sizeof({r})); {back}; }})"
+
+    def call_isnullptr(self, e: E.Call) -> str:
+        return f"({self.expr(e.args[0])} == NULL)"
+
+    def call_address_of(self, e: E.Call) -> str:
+        load = e.args[0]
+        if not isinstance(load, E.BufferLoad):
+            raise CodegenError("address_of expects a buffer load")
+        index = self.flat_index(load.buffer, load.indices, "address_of")
+        base = index.base if isinstance(index, E.Ramp) else index
+        return f"({self.buffer_pointer(load.buffer)} + {self.expr(base)})"
+
+    def call_tvm_access_ptr(self, e: E.Call) -> str:
+        ann, data, offset = e.args[0], e.args[1], e.args[2]
+        return f"(({self.storage_type(ann.dtype)}*){self.expr(data)} + {self.expr(offset)})"
+
+    def call_handle_add_byte_offset(self, e: E.Call) -> str:
+        return f"((void*)((char*){self.expr(e.args[0])} + {self.expr(e.args[1])}))"
+
+    def call_bitwise_and(self, e: E.Call) -> str:
+        return f"({self.expr(e.args[0])} & {self.expr(e.args[1])})"
+
+    def call_bitwise_or(self, e: E.Call) -> str:
+        return f"({self.expr(e.args[0])} | {self.expr(e.args[1])})"
+
+    def call_bitwise_xor(self, e: E.Call) -> str:
+        return f"({self.expr(e.args[0])} ^ {self.expr(e.args[1])})"
+
+    def call_bitwise_not(self, e: E.Call) -> str:
+        return f"(~{self.expr(e.args[0])})"
+
+    def call_shift_left(self, e: E.Call) -> str:
+        return f"({self.expr(e.args[0])} << {self.expr(e.args[1])})"
+
+    def call_shift_right(self, e: E.Call) -> str:
+        return f"({self.expr(e.args[0])} >> {self.expr(e.args[1])})"
+
+    def call_popcount(self, e: E.Call) -> str:
+        fn = "__builtin_popcountll" if e.args[0].dtype.bits == 64 else "__builtin_popcount"
+        return f"(({self.type_of(e.dtype)}){fn}({self.expr(e.args[0])}))"
+
+
+_FLOORDIV = "T q = a / b, r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;"
+_FLOORMOD = "T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;"
+
+
+def _is_one(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 1
+
+
+def _is_zero(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal (escapes quotes, backslashes and non-printables)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:03o}" for b in ch.encode())
+    return '"' + "".join(out) + '"'
+
+
+def is_op(e: Any, name: str) -> bool:
+    """True if ``e`` is a call of the builtin ``tir.<name>``."""
+    return isinstance(e, E.Call) and isinstance(e.op, Op) and e.op.name == f"tir.{name}"

@@ -1,0 +1,309 @@
+"""CodeGenCHost: CodeGenC plus what a host library needs to be called through tvm-ffi.
+
+- For every exposed function, after all typed definitions, an exported entry
+  ``int __tvm_ffi_<symbol>(void* self, const TVMFFIAny* args, int32_t num_args,
+  TVMFFIAny* result)`` that performs the checks of its `PackedAPI` (from MakePackedAPI) in order,
+  binds symbolic dimensions, and calls the typed function; a scalar result goes to ``result``.
+- ``call_packed("name", ...)``: a call of a global tvm-ffi function, looked up once per call site
+  and cached in a static; ``call_cpacked("name", ...)``: a direct call of the entry symbol
+  ``__tvm_ffi_<name>``. Both pass ints, floats, bools, strings and pointers; an error raised by
+  the callee unwinds the caller.
+- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kiln.ir.dtype import DataType
+from kiln.ir.module import IRModule
+from kiln.runtime import metadata_c_source
+from kiln.target.codegen.c import CodeGenC, Exit, FuncState
+from kiln.target.codegen.c_expr import CodegenError, c_string
+from kiln.target.codegen.c_host_prelude import HOST_HELPERS
+from kiln.target.codegen.c_prelude import Prelude
+from kiln.tir import expr as E
+from kiln.tir.transform.make_packed_api import ATTR, DimCheck, PackedAPI, PackedArg
+
+DL_CODES = {
+    "int": 0,
+    "uint": 1,
+    "float": 2,
+    "handle": 3,
+    "bfloat": 4,
+    "bool": 6,
+    "float8_e4m3fn": 10,
+    "float8_e5m2": 12,
+}
+"""DLPack type codes of kiln dtype kinds."""
+
+ENTRY_PARAMS = ("self", "args", "num_args", "result")
+FIELDS = {"shape": 0, "strides": 1, "elem_offset": 2}
+
+
+def dl_dtype(dtype: DataType) -> str:
+    """``(DLDataType){code, bits, lanes}`` as tvm-ffi reports ``dtype`` (bool is 8 bits)."""
+    bits = 8 if dtype.is_bool else dtype.bits
+    return f"(DLDataType){{{DL_CODES[dtype.kind]}, {bits}, {dtype.lanes}}}"
+
+
+class CodeGenCHost(CodeGenC):
+    """C for the host: typed functions, tvm-ffi entries, packed calls, metadata."""
+
+    ENTRY_PREFIX: ClassVar[str] = "__tvm_ffi_"
+
+    def __init__(self) -> None:
+        super().__init__()
+        for name in ENTRY_PARAMS:  # an entry's parameters must not hide the function it calls
+            self.names.reserve(name)
+        self.prelude = Prelude(HOST_HELPERS)
+        self.entries: list[str] = []
+        self.exposed: list[str] = []
+        self.check_pending = False
+
+    def add_module(self, mod: IRModule) -> None:
+        super().add_module(mod)
+        self.check_pending = any(st.returns_value for st in self.funcs.values())
+        for st in self.funcs.values():
+            if st.func.global_symbol is not None:
+                self.define_entry(st)
+
+    def finish(self) -> str:
+        return "\n".join([super().finish(), *self.entries, metadata_c_source(self.exposed)])
+
+    # -- entries ----------------------------------------------------------------------------
+    def define_entry(self, st: FuncState) -> None:
+        api = st.func.get_attr(ATTR)
+        if not isinstance(api, PackedAPI):
+            raise CodegenError(
+                f"exposed function {st.label!r} has no packed API: run the MakePackedAPI pass "
+                "before codegen (kiln.build does)"
+            )
+        names = self.names.child()
+        for n in ENTRY_PARAMS:
+            names.reserve(n)
+        entry = FuncState(st.gv, st.func, self.ENTRY_PREFIX + api.symbol, api.symbol, names)
+        entry.exits = [Exit("function", 0)]
+        self._fn, self.lines, self.level = entry, [], 1
+        self.prelude.need("tensor_args")
+        self.emit("(void)self;")
+        self.emit_arg_count(api)
+        tensors = [self.emit_unpack(api, i, a) for i, a in enumerate(api.args)]
+        for i in api.compact:
+            self.emit(
+                f"if (kiln_check_compact({tensors[i]}, {self.fn_lit(api)}, "
+                f"{c_string(api.args[i].name)}) != 0) return -1;"
+            )
+        where: dict[E.Var, str] = {a.param: f"argument {a.name}" for a in api.args if not a.buffer}
+        for check in api.checks:
+            self.emit_dim_check(api, check, tensors[check.arg], where)
+        for a, t in zip(api.args, tensors):
+            if a.buffer is not None:
+                self.emit_data_pointer(a, t)
+        self.emit_call(st, api)
+        sig = "int32_t num_args, TVMFFIAny* result"
+        head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
+        self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
+        self.exposed.append(api.symbol)
+        self._fn = None
+
+    def fn_lit(self, api: PackedAPI) -> str:
+        return c_string(api.symbol)
+
+    def emit_arg_count(self, api: PackedAPI) -> None:
+        n = len(api.args)
+        names = ", ".join(a.name for a in api.args)
+        plural = "" if n == 1 else "s"
+        msg = f"{api.symbol}: expected {n} argument{plural} ({names})".replace("%", "%%")
+        msg += ", got %d"
+        self.emit(f"if (num_args != {n}) {{")
+        self.emit(f'  return kiln_fail("TypeError", {c_string(msg)}, (int)num_args);')
+        self.emit("}")
+
+    def emit_unpack(self, api: PackedAPI, i: int, a: PackedArg) -> str:
+        """Unpack argument ``i``; returns the C name of its DLTensor* (or "" for scalars)."""
+        fn, name = self.fn_lit(api), c_string(a.name)
+        if a.buffer is not None:
+            t = self.fn.names.fresh(f"{a.name}_tensor")
+            dt, ndim = a.buffer.dtype, len(a.buffer.shape)
+            self.emit(f"DLTensor* {t};")
+            call = f"kiln_arg_tensor(args, {i}, {fn}, {name}, {dl_dtype(dt)}, {c_string(str(dt))}"
+            self.emit(f"if ({call}, {ndim}, &{t}) != 0) return -1;")
+            return t
+        self.prelude.need("scalar_args")
+        var = a.param
+        cname = self.bind_var(var)
+        self.emit_scalar(var, cname, f"args, {i}, {fn}, {name}")
+        return ""
+
+    def emit_scalar(self, var: E.Var, cname: str, where: str) -> None:
+        dt = var.dtype
+        ctype = self.c_type(var.type_annotation)
+        tmp = self.temp("a")
+        if dt.is_bool:
+            self.emit(f"bool {cname};")
+            self.emit(f"if (kiln_arg_bool({where}, &{cname}) != 0) return -1;")
+        elif dt.is_integer:
+            lo, hi = int_range(dt)
+            self.emit(f"int64_t {tmp};")
+            rng = f"{c_string(str(dt))}, {lo}, {hi}"
+            self.emit(f"if (kiln_arg_int({where}, {rng}, &{tmp}) != 0) return -1;")
+            self.emit(f"{ctype} {cname} = ({ctype}){tmp};")
+        elif dt.is_float:
+            self.emit(f"double {tmp};")
+            self.emit(f"if (kiln_arg_float({where}, {c_string(str(dt))}, &{tmp}) != 0) return -1;")
+            value = self.round_storage_float(dt, f"(float){tmp}") if dt.bits < 32 else tmp
+            self.emit(f"{ctype} {cname} = ({ctype}){value};")
+        elif dt.is_handle:
+            self.emit(f"void* {tmp};")
+            self.emit(f"if (kiln_arg_handle({where}, &{tmp}) != 0) return -1;")
+            self.emit(f"{ctype} {cname} = ({ctype}){tmp};")
+        else:
+            raise CodegenError(
+                f"{self.fn.label}: parameter {var.name!r} of type {dt} is unsupported"
+            )
+
+    def emit_dim_check(
+        self, api: PackedAPI, check: DimCheck, tensor: str, where: dict[E.Var, str]
+    ) -> None:
+        arg = api.args[check.arg]
+        what = arg.name if check.field == "elem_offset" else f"{arg.name}.{check.field}"
+        what = f"{what}[{check.axis}]" if check.field != "elem_offset" else f"{what}.elem_offset"
+        got = f"kiln_dim({tensor}, {FIELDS[check.field]}, {check.axis})"
+        fn = self.fn_lit(api)
+        value = check.value
+        if check.binds and isinstance(value, E.Var):
+            lo, hi = int_range(value.dtype)
+            cname = self.bind_var(value)
+            var = f"{c_string(value.name)}, {c_string(str(value.dtype))}"
+            self.emit(
+                f"if (kiln_bind_int({got}, {lo}, {hi}, {fn}, {c_string(what)}, {var}) != 0) "
+                "return -1;"
+            )
+            self.emit(f"{self.type_of(value.dtype)} {cname} = ({self.type_of(value.dtype)}){got};")
+            where[value] = what
+            return
+        if isinstance(value, E.Var):
+            note = f" ({value.name}, from {where.get(value, 'an earlier argument')})"
+        elif isinstance(value, E.IntImm):
+            note = ""
+        else:
+            note = f" (the value of {self.expr(value)})"
+        args = f"{fn}, {c_string(what)}, {c_string(note)}"
+        self.emit(
+            f"if (kiln_check_dim({got}, (int64_t){self.expr(value)}, {args}) != 0) return -1;"
+        )
+
+    def emit_data_pointer(self, a: PackedArg, tensor: str) -> None:
+        buf = a.buffer
+        assert buf is not None
+        ctype = self.c_type(a.param.type_annotation)
+        offset = buf.elem_offset
+        folded = offset is None or (isinstance(offset, E.IntImm) and offset.value == 0)
+        base = f"(char*){tensor}->data" + (f" + {tensor}->byte_offset" if folded else "")
+        self.emit(f"{ctype} {self.bind_var(a.param)} = ({ctype})({base});")
+
+    def emit_call(self, st: FuncState, api: PackedAPI) -> None:
+        args = ", ".join(self.var_name(v) for v in api.typed_params)
+        call = f"{st.c_name}({args})"
+        pending = "if (kiln_error_pending) { kiln_error_pending = 0; return -1; }"
+        if self.check_pending:
+            self.prelude.need("pending")
+        if not st.returns_value:
+            if not self.check_pending:
+                self.emit(f"return {call};")
+                return
+            self.emit(f"int32_t kiln_rc = {call};")
+            self.emit(pending)
+            self.emit("return kiln_rc;")
+            return
+        dt = st.func.ret_type.dtype  # type: ignore[union-attr]
+        self.emit(f"{self.c_type(st.func.ret_type)} kiln_ret = {call};")
+        if self.check_pending:
+            self.emit(pending)
+        self.emit(f"*result = {self.to_any(dt, 'kiln_ret')};")
+        self.emit("return 0;")
+
+    def to_any(self, dt: DataType, code: str) -> str:
+        """A ``TVMFFIAny`` holding the scalar ``code`` of type ``dt``."""
+        if dt.is_handle:
+            self.prelude.need("packed_call")
+            return f"kiln_ptr_any({code})"
+        if dt.is_bool:
+            return f"(TVMFFIAny){{.type_index = kTVMFFIBool, .v_int64 = (int64_t){code}}}"
+        if dt.is_integer:
+            return f"(TVMFFIAny){{.type_index = kTVMFFIInt, .v_int64 = (int64_t){code}}}"
+        if dt.is_float:
+            return f"(TVMFFIAny){{.type_index = kTVMFFIFloat, .v_float64 = (double){code}}}"
+        raise CodegenError(f"cannot pass a {dt} value through tvm-ffi")
+
+    # -- packed calls -----------------------------------------------------------------------
+    def call_call_packed(self, e: E.Call) -> str:
+        name = _callee_name(e)
+        cache = self.temp("pf")
+        self.prelude.need("packed_call")
+        self.prelude.need_function(cache, f"static void* volatile {cache} = NULL;")
+        return self.packed_call(
+            e, lambda argv, n, r: f"kiln_call_global(&{cache}, {c_string(name)}, {argv}, {n}, &{r})"
+        )
+
+    def call_call_cpacked(self, e: E.Call) -> str:
+        sym = self.ENTRY_PREFIX + _callee_name(e)
+        self.prelude.need("packed_call")
+        sig = "void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result"
+        self.extern_decls.setdefault(sym, f"int {sym}({sig});")
+        return self.packed_call(e, lambda argv, n, r: f"{sym}(NULL, {argv}, {n}, &{r})")
+
+    def packed_call(self, e: E.Call, make_call: object) -> str:
+        argv, r = self.temp("argv"), self.temp("r")
+        args = [self.to_packed_arg(a) for a in e.args[1:]]
+        n = len(args)
+        call = make_call(argv, n, r)  # type: ignore[operator]
+        exits = " ".join(self.error_exit())
+        init = f"TVMFFIAny {argv}[{max(n, 1)}] = {{{', '.join(args) or '{0}'}}};"
+        reset = (
+            f"TVMFFIAny {r}; {r}.type_index = kTVMFFINone; {r}.zero_padding = 0; {r}.v_int64 = 0;"
+        )
+        value = self.from_any(e.dtype, r)
+        return f"({{ {init} {reset} if ({call} != 0) {{ {exits} }} {value}; }})"
+
+    def to_packed_arg(self, a: E.PrimExpr) -> str:
+        if isinstance(a, E.StringImm):
+            return f"(TVMFFIAny){{.type_index = kTVMFFIRawStr, .v_c_str = {c_string(a.value)}}}"
+        if a.dtype.lanes > 1:
+            raise CodegenError("call_packed: vector arguments are not supported")
+        return self.to_any(a.dtype, self.expr(a))
+
+    def from_any(self, dt: DataType, r: str) -> str:
+        if dt.is_void:
+            return f"(void)kiln_any_int(&{r})"
+        if dt.is_handle:
+            return f"kiln_any_ptr(&{r})"
+        if dt.is_float:
+            return self.round_storage_float(dt, f"({self.type_of(dt)})kiln_any_float(&{r})")
+        return f"({self.type_of(dt)})kiln_any_int(&{r})"
+
+
+def _callee_name(e: E.Call) -> str:
+    first = e.args[0] if e.args else None
+    if not isinstance(first, E.StringImm):
+        raise CodegenError(f"{e.op_name}: the first argument must be the function's name")
+    return first.value
+
+
+def int_range(dt: DataType) -> tuple[str, str]:
+    """C literals of the smallest and largest value of an integer type (clamped to int64)."""
+    if dt.is_bool or dt.bits == 1:
+        return "0", "1"
+    if dt.is_uint:
+        hi = min(2**dt.bits - 1, 2**63 - 1)
+        return "0", f"{hi}LL"
+    lo, hi = -(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1) - 1
+    return (f"({lo + 1}LL - 1)", f"{hi}LL")
+
+
+def codegen_c(mod: IRModule) -> str:
+    """The C source of a lowered module (run the TIR pipeline first; see kiln.driver)."""
+    gen = CodeGenCHost()
+    gen.add_module(mod)
+    return gen.finish()

@@ -1,0 +1,50 @@
+"""kiln.config reads the environment (and only it does)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kiln import config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_load_reads_variables(monkeypatch, tmp_path):
+    monkeypatch.setenv("KILN_DEBUG", "2")
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KILN_CC", "gcc")
+    cfg = config.load()
+    assert (cfg.debug, cfg.cache_dir, cfg.cc) == (2, tmp_path, "gcc")
+
+
+def test_bad_integer_is_named(monkeypatch):
+    monkeypatch.setenv("KILN_DEBUG", "lots")
+    with pytest.raises(ValueError, match="KILN_DEBUG must be an integer, got 'lots'"):
+        config.load()
+
+
+def test_openmp_defaults_applied_before_the_runtime_loads():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "KILN_"))}
+    env["KILN_NUM_THREADS"] = "1"
+    code = (
+        "import os, kiln.runtime; "
+        "print(os.environ['OMP_NUM_THREADS'], os.environ['OMP_WAIT_POLICY'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["1", "passive"]
+
+
+def test_environment_is_read_only_in_config():
+    offenders = []
+    for path in (ROOT / "kiln").rglob("*.py"):
+        if path.name == "config.py":
+            continue
+        text = path.read_text()
+        if "os.environ" in text or "os.getenv" in text:
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []

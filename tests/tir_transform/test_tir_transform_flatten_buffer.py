@@ -1,0 +1,114 @@
+"""FlattenBuffer: N-D accesses become 1-D accesses of the same data pointer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kiln
+from kiln import tir
+from kiln.ir import GlobalVar, IRModule, assert_structural_equal
+from kiln.tir.transform import FlattenBuffer
+
+
+def _run(func: tir.PrimFunc) -> tir.PrimFunc:
+    mod = FlattenBuffer()(IRModule({GlobalVar("f"): func}))
+    tir.verify_well_formed(mod)
+    return mod["f"]  # type: ignore[return-value]
+
+
+def _copy(A: tir.Buffer, B: tir.Buffer, i: tir.Var, j: tir.Var) -> tir.Stmt:
+    inner = tir.For(j, 0, B.shape[1], tir.ForKind.SERIAL, tir.BufferStore(B, A[i, j], (i, j)))
+    return tir.For(i, 0, B.shape[0], tir.ForKind.SERIAL, inner)
+
+
+def _func(body: tir.Stmt, *bufs: tir.Buffer) -> tir.PrimFunc:
+    params = tuple(tir.Var(b.name, "handle") for b in bufs)
+    return tir.PrimFunc(params, body, buffer_map=dict(zip(params, bufs)))
+
+
+def test_row_major_index() -> None:
+    A = tir.decl_buffer((4, 128), "float32", "A")
+    B = tir.decl_buffer((4, 128), "float32", "B")
+    i, j = tir.Var("i"), tir.Var("j")
+    out = _run(_func(_copy(A, B, i, j), A, B))
+    fa = tir.decl_buffer((512,), "float32", "A", data=A.data)
+    fb = tir.decl_buffer((512,), "float32", "B", data=B.data)
+    flat = i * 128 + j
+    expect = tir.For(
+        i,
+        0,
+        4,
+        tir.ForKind.SERIAL,
+        tir.For(j, 0, 128, tir.ForKind.SERIAL, tir.BufferStore(fb, fa[flat], (flat,))),
+    )
+    assert_structural_equal(out.body, expect, map_free_vars=True)
+    assert out.buffer_map[out.params[0]] is A  # the argument description keeps its N-D buffer
+
+
+def test_declared_strides_and_offset() -> None:
+    s0, off = tir.Var("s0"), tir.Var("off")
+    A = tir.decl_buffer((4, 8), "float32", "A", strides=(s0, 1), elem_offset=off)
+    B = tir.decl_buffer((4, 8), "float32", "B")
+    i, j = tir.Var("i"), tir.Var("j")
+    out = _run(_func(_copy(A, B, i, j), A, B))
+    load = out.body.body.body.value  # type: ignore[attr-defined]
+    assert_structural_equal(load.indices[0], off + i * s0 + j)
+    assert load.buffer.strides == () and load.buffer.elem_offset is None
+
+
+def test_vector_index_stays_a_ramp() -> None:
+    A = tir.decl_buffer((4, 8), "float32", "A")
+    i = tir.Var("i")
+    ramp = tir.Ramp(tir.const(4), 1, 4)
+    body = tir.For(
+        i,
+        0,
+        4,
+        tir.ForKind.SERIAL,
+        tir.BufferStore(A, A[i, ramp] * tir.Broadcast(tir.const(2.0), 4), (i, ramp)),
+    )
+    out = _run(_func(body, A))
+    store = out.body.body  # type: ignore[attr-defined]
+    assert_structural_equal(store.indices[0], tir.Ramp(i * 8 + 4, 1, 4))
+
+
+def test_int64_shapes_make_int64_indices() -> None:
+    A = tir.decl_buffer((tir.const(4, "int64"), tir.const(8, "int64")), "float32", "A")
+    B = tir.decl_buffer((4, 8), "float32", "B")
+    i, j = tir.Var("i"), tir.Var("j")
+    out = _run(_func(_copy(A, B, i, j), A, B))
+    store = out.body.body.body  # type: ignore[attr-defined]
+    assert store.value.indices[0].dtype == "int64"
+    assert store.indices[0].dtype == "int32"
+
+
+def test_decl_buffer_declares_the_flat_buffer_and_1d_is_untouched() -> None:
+    data = tir.Var("p", tir.pointer_to("float32"))
+    view = tir.decl_buffer((2, 3), "float32", "V", data=data)
+    body = tir.DeclBuffer(view, tir.BufferStore(view, tir.const(1.0), (1, 2)))
+    out = _run(tir.PrimFunc((data,), body))
+    assert out.body.buffer.shape[0].value == 6  # type: ignore[attr-defined]
+    assert out.body.body.indices[0].value == 5  # type: ignore[attr-defined]
+    one_d = tir.decl_buffer((6,), "float32", "W")
+    same = _func(tir.BufferStore(one_d, tir.const(1.0), (0,)), one_d)
+    mod = IRModule({GlobalVar("f"): same})
+    assert FlattenBuffer()(mod) is mod
+
+
+def test_3d_transpose_end_to_end() -> None:
+    A = tir.decl_buffer((2, 3, 4), "float32", "A")
+    B = tir.decl_buffer((4, 3, 2), "float32", "B")
+    i, j, k = tir.Var("i"), tir.Var("j"), tir.Var("k")
+    store = tir.BufferStore(B, A[i, j, k], (k, j, i))
+    body = tir.For(
+        i,
+        0,
+        2,
+        tir.ForKind.SERIAL,
+        tir.For(j, 0, 3, tir.ForKind.SERIAL, tir.For(k, 0, 4, tir.ForKind.SERIAL, store)),
+    )
+    f = _func(body, A, B).with_attr("global_symbol", "transpose")
+    a = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    b = np.zeros((4, 3, 2), dtype="float32")
+    kiln.build(f)["transpose"](a, b)
+    np.testing.assert_array_equal(b, a.transpose(2, 1, 0))

@@ -1,0 +1,98 @@
+"""MakePackedAPI: typed signatures for every function, an ordered check plan for exposed ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from kiln import tir
+from kiln.errors import KilnError
+from kiln.ir import GlobalVar, IRModule
+from kiln.tir.transform import DimCheck, MakePackedAPI, PackedAPI
+from kiln.tir.transform.make_packed_api import ATTR
+from tests.tir.builders import caller_module, symbolic_add
+
+
+def _run(mod: IRModule) -> IRModule:
+    out = MakePackedAPI()(mod)
+    tir.verify_well_formed(out)
+    return out
+
+
+def test_exposed_function_gets_typed_params_and_a_plan() -> None:
+    f = symbolic_add()
+    A, B = (f.buffer_map[p] for p in f.params)
+    n = A.shape[0]
+    out = _run(IRModule({GlobalVar("add_one"): f}))["add_one"]
+    assert out.params == (A.data, B.data, n)
+    assert len(out.buffer_map) == 0
+    assert out.global_symbol == "add_one"
+    api = out.get_attr(ATTR)
+    assert isinstance(api, PackedAPI)
+    assert [a.name for a in api.args] == ["A", "B"]
+    assert api.compact == (0, 1)
+    assert api.checks == (
+        DimCheck(0, "shape", 0, n, binds=True),
+        DimCheck(1, "shape", 0, n, binds=False),
+    )
+    assert api.typed_params == out.params
+
+
+def test_private_function_with_buffer_map_takes_data_pointers() -> None:
+    mod = caller_module()
+    main = mod["main"]
+    A = main.buffer_map[main.params[0]]
+    out = _run(mod)
+    assert out["main"].params == (A.data,)
+    assert out["subroutine"] is mod["subroutine"]  # already typed: unchanged
+
+
+def test_scalar_params_bind_dims_and_expressions_are_checked_last() -> None:
+    x = tir.Var("x")
+    a_h, b_h = tir.Var("A", "handle"), tir.Var("B", "handle")
+    A = tir.decl_buffer((x, 4), "float32", "A")
+    B = tir.decl_buffer((x * 2,), "float32", "B")
+    f = tir.PrimFunc(
+        (x, a_h, b_h), tir.Evaluate(0), buffer_map={a_h: A, b_h: B}, attrs={"global_symbol": "f"}
+    )
+    api = _run(IRModule({GlobalVar("f"): f}))["f"].get_attr(ATTR)
+    assert api.dims == ()
+    assert [(c.arg, c.axis, c.binds) for c in api.checks] == [
+        (1, 0, False),
+        (1, 1, False),
+        (2, 0, False),
+    ]
+    assert api.args[0].buffer is None and api.args[0].param is x
+
+
+def test_undeterminable_symbolic_var_is_an_error() -> None:
+    n = tir.Var("n")
+    a_h = tir.Var("A", "handle")
+    A = tir.decl_buffer((n * 2,), "float32", "A")
+    f = tir.PrimFunc((a_h,), tir.Evaluate(0), buffer_map={a_h: A}, attrs={"global_symbol": "f"})
+    with pytest.raises(KilnError, match="f: cannot determine n from the arguments"):
+        MakePackedAPI()(IRModule({GlobalVar("f"): f}))
+
+
+def test_private_function_with_unprovided_dims_is_an_error() -> None:
+    n = tir.Var("n")
+    a_h = tir.Var("A", "handle")
+    A = tir.decl_buffer((n,), "float32", "A")
+    f = tir.PrimFunc((a_h,), tir.Evaluate(0), buffer_map={a_h: A})
+    with pytest.raises(KilnError, match="symbolic dimension\\(s\\) n that no parameter provides"):
+        MakePackedAPI()(IRModule({GlobalVar("helper"): f}))
+
+
+def test_declared_strides_are_bound_not_required_compact() -> None:
+    s0 = tir.Var("s0")
+    a_h = tir.Var("A", "handle")
+    A = tir.decl_buffer((4, 4), "float32", "A", strides=(s0, 1))
+    f = tir.PrimFunc((a_h,), tir.Evaluate(0), buffer_map={a_h: A}, attrs={"global_symbol": "f"})
+    api = _run(IRModule({GlobalVar("f"): f}))["f"].get_attr(ATTR)
+    assert api.compact == ()
+    assert DimCheck(0, "strides", 0, s0, binds=True) in api.checks
+    assert api.dims == (s0,)
+
+
+def test_running_twice_changes_nothing() -> None:
+    once = MakePackedAPI()(IRModule({GlobalVar("add_one"): symbolic_add()}))
+    assert MakePackedAPI()(once)["add_one"] is once["add_one"]
