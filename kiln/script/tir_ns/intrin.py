@@ -25,11 +25,12 @@ from kiln.script.tir_ns.types import as_dtype
 from kiln.tir import op as tir_op
 from kiln.tir.builtin import MATH_OPS
 from kiln.tir.expr import Broadcast as BroadcastNode
-from kiln.tir.expr import Call, Div, FloorDiv, FloorMod, Max, Min, Mod, PrimExpr, Var, convert
+from kiln.tir.expr import Call, Max, Min, PrimExpr, Var, convert
 from kiln.tir.expr import Cast as CastNode
 from kiln.tir.expr import Let as LetNode
 from kiln.tir.expr import Ramp as RampNode
 from kiln.tir.expr import Select as SelectNode
+from kiln.tir.op import floordiv, floormod, truncdiv, truncmod  # noqa: F401 (T.floordiv...)
 from kiln.tir.stmt import IterKind, IterVar
 from kiln.tir.stmt import Range as RangeNode
 
@@ -172,26 +173,6 @@ def max(a: Any, b: Any) -> PrimExpr:  # noqa: A001 - TVMScript name
 def min(a: Any, b: Any) -> PrimExpr:  # noqa: A001
     """``T.min(a, b)``."""
     return Min(a, b)
-
-
-def floordiv(a: Any, b: Any) -> PrimExpr:
-    """``T.floordiv(a, b)``, also written ``a // b``."""
-    return FloorDiv(a, b)
-
-
-def floormod(a: Any, b: Any) -> PrimExpr:
-    """``T.floormod(a, b)``, also written ``a % b``."""
-    return FloorMod(a, b)
-
-
-def truncdiv(a: Any, b: Any) -> PrimExpr:
-    """``T.truncdiv(a, b)``: division rounding toward zero (a `Div` node)."""
-    return Div(a, b)
-
-
-def truncmod(a: Any, b: Any) -> PrimExpr:
-    """``T.truncmod(a, b)``: the remainder of `truncdiv` (a `Mod` node)."""
-    return Mod(a, b)
 
 
 def max_value(dtype: Any) -> PrimExpr:
