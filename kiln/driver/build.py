@@ -22,6 +22,7 @@ from kiln.target.build import codegen, compile_source
 from kiln.target.target import Target
 from kiln.tir.analysis import verify_well_formed
 from kiln.tir.function import PrimFunc
+from kiln.tir.transform.lower_device_kernel_launch import KERNEL_LAUNCH
 
 
 def as_module(obj: IRModule | PrimFunc) -> IRModule:
@@ -43,7 +44,7 @@ def lower(
 ) -> IRModule:
     """Verify ``obj`` and run the TIR pipeline for ``target``; returns the lowered module."""
     mod = as_module(obj)
-    tgt = Target.from_any(target)
+    tgt = build_target(target)
     level = config.load().debug
     verify_well_formed(mod)
     ctx = PassContext.for_debug_level(level, verify=verify_well_formed)
@@ -65,11 +66,22 @@ def build(
     listed there too); ``name`` names the cached library (default: the first exposed function).
     The returned `Module` keeps the generated source (`Module.inspect_source`).
     """
-    tgt = Target.from_any(target)
+    tgt = build_target(target)
     mod = lower(obj, tgt, pipeline=pipeline)
     source = codegen(mod, tgt)
     if config.load().debug >= 3:
         print(f"# ---- generated source for target {tgt} ----", file=sys.stderr)
         print(source, file=sys.stderr)
-    hint = name or next((f.global_symbol for f in mod.functions.values() if f.global_symbol), None)
+    # NOTE: kernels are exposed too (their symbol is the CUDA name); name the library after a host
+    # entry point
+    entries = [f for f in mod.functions.values() if f.get_attr("calling_conv") != KERNEL_LAUNCH]
+    hint = name or next((f.global_symbol for f in entries if f.global_symbol), None)
     return compile_source(source, tgt, flags=flags, name_hint=hint or "kiln")
+
+
+def build_target(target: str | Target) -> Target:
+    """The target a build lowers for: a device target without a host gets its default host."""
+    tgt = Target.from_any(target)
+    if not tgt.is_host_kind and tgt.host is None:
+        tgt = tgt.with_host(tgt.host_target())
+    return tgt

@@ -1,21 +1,53 @@
 """The default pass pipelines, each one visible list (nothing reorders passes behind it).
 
-TIR, for a host target (see DESIGN.md for where the device passes will go):
+TIR, for a target with a device (``cuda``, host ``c``):
 
-1. `FlattenBuffer` — N-D buffer accesses become 1-D accesses of the same memory;
-2. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions.
+1. `BindTarget` — every function gets its target: host, device, or device with host attached;
+2. `FlattenBuffer` — N-D buffer accesses become 1-D accesses of the same memory;
+3. `MergeSharedMemoryAllocations` — one dynamic shared buffer per kernel region, reused by
+   liveness (must precede the split: a kernel launch passes one dynamic shared size);
+4. `AnnotateDeviceRegions` → 5. `SplitHostDevice` → 6. `LowerDeviceKernelLaunch` — thread scopes
+   become kernels, host calls of kernels become launches (these three always run back to back);
+7. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
+8. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
+   store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+).
+
+For a host-only target (``c``) the device steps (1, 3-6) have nothing to do -- there are no
+kernels -- and are left out, so its pipeline is 2, 7 and 8.
 """
 
 from __future__ import annotations
 
 from kiln.ir.transform import Pass
 from kiln.target.target import Target
-from kiln.tir.transform import FlattenBuffer, MakePackedAPI
+from kiln.tir.transform import (
+    AnnotateDeviceRegions,
+    BindTarget,
+    FlattenBuffer,
+    LegalizeStorage,
+    LowerDeviceKernelLaunch,
+    MakePackedAPI,
+    MergeSharedMemoryAllocations,
+    SplitHostDevice,
+)
 
 
 def default_tir_pipeline(target: Target) -> list[Pass]:
     """The TIR passes `kiln.build` runs for ``target``, in order."""
+    device = not target.is_host_kind
     return [
+        *([BindTarget(target)] if device else []),
         FlattenBuffer(),
+        *(
+            [
+                MergeSharedMemoryAllocations(),
+                AnnotateDeviceRegions(),
+                SplitHostDevice(),
+                LowerDeviceKernelLaunch(),
+            ]
+            if device
+            else []
+        ),
         MakePackedAPI(),
+        LegalizeStorage(),
     ]

@@ -8,6 +8,8 @@ from kiln import config
 
 config.apply_openmp_defaults()  # before tvm_ffi (and through it libgomp) is first loaded
 
+from kiln.runtime.cuda_runtime import is_available as cuda_available  # noqa: E402
+from kiln.runtime.cuda_runtime import unavailable_reason as cuda_unavailable_reason  # noqa: E402
 from kiln.runtime.module import (  # noqa: E402
     FunctionNotFoundError,
     Module,
@@ -28,6 +30,8 @@ __all__ = [
     "compile_c",
     "cpu",
     "cuda",
+    "cuda_available",
+    "cuda_unavailable_reason",
     "empty",
     "find_compiler",
     "load_module",

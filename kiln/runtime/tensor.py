@@ -8,8 +8,9 @@
 - `to_numpy(t)` is kiln's own helper because `tvm_ffi.Tensor` has no `.numpy()` in tvm-ffi
   0.1.15; it is `np.from_dlpack(t)`, a zero-copy view that keeps `t`'s memory alive.
 
-Copies to and from CUDA memory need kiln's CUDA runtime, which is not here yet: CUDA tensors
-made elsewhere (PyTorch, CuPy) are wrapped zero-copy, and other transfers raise `KilnError`.
+On a CUDA device (`cuda(i)`), `empty` allocates device memory and `tensor` / `to_numpy` copy
+through kiln's CUDA runtime (`kiln.runtime.cuda_runtime`); without a GPU they raise
+`RuntimeError` saying so. CUDA tensors made elsewhere (PyTorch, CuPy) are wrapped zero-copy.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ ALIGNMENT = 64
 """Byte alignment of the data of tensors allocated by `empty` and of copies made by `tensor`."""
 
 _CPU = 1  # kDLCPU
+_CUDA = 2  # kDLCUDA
 
 
 def cpu(id: int = 0) -> Device:
@@ -72,7 +74,7 @@ def _from_numpy(array: np.ndarray, copy: bool = False) -> Tensor:
 
 
 def _check_cpu(device: Device, what: str) -> None:
-    if device.dlpack_device_type() != _CPU:
+    if device.dlpack_device_type() not in (_CPU, _CUDA):
         raise KilnError(
             f"{what} on {device} needs kiln's CUDA runtime, which is not available yet; "
             "pass a tensor created on that device by PyTorch or CuPy instead"
@@ -95,6 +97,15 @@ def tensor(data: Any, device: Device | None = None) -> Tensor:
         if t.is_contiguous():
             return t
     _check_cpu(device, "copying data")
+    if device.dlpack_device_type() == _CUDA:
+        from kiln.runtime import cuda_runtime as _cuda
+
+        host = to_numpy(data) if where is not None else np.asarray(data)
+        return _cuda.to_device(host, device.index)
+    if where is not None and where[0] == _CUDA:
+        from kiln.runtime import cuda_runtime as _cuda
+
+        return _from_numpy(_cuda.to_numpy(data))
     if where is not None and where[0] != _CPU:
         raise KilnError(f"copying a tensor from device {where} to the CPU is not supported yet")
     if isinstance(data, np.ndarray):
@@ -110,13 +121,22 @@ def empty(
     """An uninitialized C-contiguous tensor with `ALIGNMENT`-byte aligned data."""
     device = cpu() if device is None else device
     _check_cpu(device, "allocating memory")
+    if device.dlpack_device_type() == _CUDA:
+        from kiln.runtime import cuda_runtime as _cuda
+
+        return _cuda.empty(shape, dtype, device.index)
     np_dtype = np.dtype(dtype)
     return _from_numpy(_aligned_empty(tuple(int(s) for s in shape), np_dtype))
 
 
 def to_numpy(t: Any) -> np.ndarray:
-    """A numpy view of CPU tensor `t` (zero-copy; the view keeps the memory alive)."""
+    """A numpy view of CPU tensor `t` (zero-copy; the view keeps the memory alive), or a host
+    copy of a CUDA tensor."""
     where = _dlpack_device(t)
+    if where is not None and where[0] == _CUDA:
+        from kiln.runtime import cuda_runtime as _cuda
+
+        return _cuda.to_numpy(t)
     if where is not None and where[0] != _CPU:
         raise KilnError(f"to_numpy: tensor lives on device {where}; copy it to the CPU first")
     return np.from_dlpack(t)

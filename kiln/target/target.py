@@ -1,20 +1,38 @@
-"""`Target`: what to generate code for — a kind (``"c"``), its attributes, and a host target.
+"""`Target`: what to generate code for — a kind, its attributes, and the host that drives it.
 
-A target is a value: ``Target("c")`` equals ``Target.from_any("c")``. The string form is the
-kind followed by ``-key=value`` attributes (``"c -opt=3"``), and ``Target(device, host=...)``
-names the target that runs the host side of a device target (the CUDA issue adds the ``cuda``
-kind; a host target defaults to ``c``). Kinds are registered in `TARGET_KINDS` with the
-attributes they accept and their defaults; an unknown kind or attribute is an error that lists
-what exists.
+A target is a value: equal targets compare and hash equal, whatever spelling made them.
+
+Spellings (all accepted by ``Target(...)`` and `Target.from_any`):
+
+- a string ``"kind -key=value -flag ..."``: ``"cuda"``, ``"cuda -arch=sm_80"``; a host may be
+  named inside it with ``-host=c`` (quote a host with attributes: ``-host='c'``);
+- a dict ``{"kind": "cuda", "arch": "sm_80", "host": "c"}``;
+- a kind plus keywords: ``Target("cuda", host="c")``, ``Target("cuda -arch=sm_80", host="c")``,
+  or ``Target("cuda", {"arch": "sm_80"})``.
+
+Kinds live in `TARGET_KINDS` with the attributes they accept and their defaults; an unknown kind
+or attribute is an error that lists what exists. ``c`` is a host kind (it runs host code and is its
+own host); ``cuda`` is a device kind whose host defaults to ``c``.
+
+Canonical form (the invariant `str`, equality and hashing rely on): attributes are coerced to the
+type of their default (``-max_threads_per_block=512`` is the int 512), attributes equal to their
+default are dropped, the rest are sorted by name. So ``Target("cuda -arch=sm_90")`` equals
+``Target("cuda")`` (sm_90 is the default) and both print as ``cuda``; ``str`` of a target with a
+host ends in ``-host=<host>``: ``cuda -arch=sm_80 -host=c``. Two targets are equal exactly when
+their strings are equal, and ``Target(str(t)) == t``.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kiln.errors import KilnError
+
+DLPACK_DEVICE_TYPES: dict[str, int] = {"cpu": 1, "cuda": 2}
+"""DLPack ``DLDeviceType`` of each device name."""
 
 
 @dataclass(frozen=True)
@@ -26,55 +44,67 @@ class TargetKind:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     is_host: bool = True
 
+    @property
+    def device_type(self) -> int:
+        """The DLPack device type of the kind's device (cpu 1, cuda 2)."""
+        code = DLPACK_DEVICE_TYPES.get(self.device)
+        if code is None:
+            raise KilnError(
+                f"target kind {self.name!r} runs on {self.device!r}, which has no DLPack device "
+                f"type; known devices: {sorted(DLPACK_DEVICE_TYPES)}"
+            )
+        return code
+
 
 TARGET_KINDS: dict[str, TargetKind] = {
     "c": TargetKind("c", "cpu", {}),
+    "cuda": TargetKind(
+        "cuda",
+        "cuda",
+        {
+            "arch": "sm_90",
+            "max_threads_per_block": 1024,
+            "max_shared_memory_per_block": 49152,
+            "thread_warp_size": 32,
+            "fast_math": False,
+        },
+        is_host=False,
+    ),
 }
 """Registered target kinds by name."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Target:
-    """A code generation target (see module docstring)."""
+    """A code generation target (see module docstring for spellings and the canonical form)."""
 
     kind: str
-    attrs: tuple[tuple[str, Any], ...] = ()
-    host: Target | None = None
+    attrs: tuple[tuple[str, Any], ...]
+    host: Target | None
 
-    def __post_init__(self) -> None:
-        kind = TARGET_KINDS.get(self.kind)
-        if kind is None:
-            raise KilnError(
-                f"unknown target kind {self.kind!r}; known kinds: {sorted(TARGET_KINDS)}"
-            )
-        attrs = dict(self.attrs.items() if isinstance(self.attrs, Mapping) else self.attrs)
-        unknown = sorted(set(attrs) - set(kind.defaults))
-        if unknown:
-            raise KilnError(
-                f"target {self.kind!r} has no attribute(s) {unknown}; it accepts "
-                f"{sorted(kind.defaults)}"
-            )
-        object.__setattr__(self, "attrs", tuple(sorted(attrs.items())))
-        if self.host is not None and not isinstance(self.host, Target):
-            object.__setattr__(self, "host", Target.from_any(self.host))
+    def __init__(
+        self,
+        kind: str | Target | Mapping[str, Any],
+        attrs: Mapping[str, Any] | tuple[tuple[str, Any], ...] = (),
+        host: str | Target | Mapping[str, Any] | None = None,
+    ) -> None:
+        name, parsed, parsed_host = _split_spec(kind)
+        extra = dict(attrs.items() if isinstance(attrs, Mapping) else attrs)
+        info = _kind(name)
+        values = _canonical(info, {**parsed, **extra})
+        host = host if host is not None else parsed_host
+        object.__setattr__(self, "kind", name)
+        object.__setattr__(self, "attrs", values)
+        object.__setattr__(self, "host", None if host is None else Target.from_any(host))
 
     @staticmethod
-    def from_any(value: str | Target | Mapping[str, Any]) -> Target:
-        """A target from a Target, a string ``"kind -key=value ..."`` or a dict with ``kind``."""
-        if isinstance(value, Target):
+    def from_any(value: str | Target | Mapping[str, Any], host: Any = None) -> Target:
+        """A target from a Target, a string or a dict (see module docstring)."""
+        if isinstance(value, Target) and host is None:
             return value
-        if isinstance(value, Mapping):
-            rest = {k: v for k, v in value.items() if k not in ("kind", "host")}
-            return Target(value["kind"], tuple(rest.items()), value.get("host"))
-        if not isinstance(value, str) or not value.split():
-            raise KilnError(f"expected a target such as 'c', got {value!r}")
-        kind, *opts = value.split()
-        attrs = {}
-        for opt in opts:
-            key, _, val = opt.lstrip("-").partition("=")
-            attrs[key] = val if val else True
-        return Target(kind, tuple(attrs.items()))
+        return Target(value, host=host)
 
+    # -- queries ------------------------------------------------------------------------------
     @property
     def kind_info(self) -> TargetKind:
         return TARGET_KINDS[self.kind]
@@ -84,13 +114,36 @@ class Target:
         """The device the generated code runs on ("cpu", "cuda", ...)."""
         return self.kind_info.device
 
+    @property
+    def device_type(self) -> int:
+        """The DLPack device type of the code this target generates (cpu 1, cuda 2)."""
+        return self.kind_info.device_type
+
+    @property
+    def is_host_kind(self) -> bool:
+        """True for kinds that run host code themselves (``c``)."""
+        return self.kind_info.is_host
+
     def get(self, key: str, default: Any = None) -> Any:
         """An attribute, else the kind's default, else ``default``."""
         value = dict(self.attrs).get(key, self.kind_info.defaults.get(key))
         return default if value is None else value
 
-    def with_host(self, host: str | Target) -> Target:
+    def __getattr__(self, key: str) -> Any:
+        # NOTE: only reached for names that are not fields: ``Target("cuda").arch``.
+        kind = TARGET_KINDS.get(object.__getattribute__(self, "kind"))
+        if kind is not None and key in kind.defaults:
+            return self.get(key)
+        raise AttributeError(f"target has no attribute {key!r}")
+
+    # -- derived targets ----------------------------------------------------------------------
+    def with_host(self, host: str | Target | Mapping[str, Any]) -> Target:
+        """This target with ``host`` as its host."""
         return Target(self.kind, self.attrs, Target.from_any(host))
+
+    def without_host(self) -> Target:
+        """This target with no host (itself when it has none)."""
+        return self if self.host is None else Target(self.kind, self.attrs)
 
     def host_target(self) -> Target:
         """The target of host code: ``host`` if given, this target if it is a host kind, else c."""
@@ -98,6 +151,90 @@ class Target:
             return self.host
         return self if self.kind_info.is_host else Target("c")
 
+    # -- printing -----------------------------------------------------------------------------
     def __str__(self) -> str:
-        opts = " ".join(f"-{k}={v}" if v is not True else f"-{k}" for k, v in self.attrs)
-        return f"{self.kind} {opts}".strip()
+        opts = [f"-{k}" if v is True else f"-{k}={_show(v)}" for k, v in self.attrs]
+        if self.host is not None:
+            host = str(self.host)
+            opts.append(f"-host={shlex.quote(host) if ' ' in host else host}")
+        return " ".join([self.kind, *opts])
+
+    def __repr__(self) -> str:
+        base = Target(self.kind, self.attrs)
+        host = f", host={str(self.host)!r}" if self.host is not None else ""
+        return f"Target({str(base)!r}{host})"
+
+
+def _split_spec(spec: Any) -> tuple[str, dict[str, Any], Any]:
+    """(kind, attributes, host or None) of a Target, string or dict."""
+    if isinstance(spec, Target):
+        return spec.kind, dict(spec.attrs), spec.host
+    if isinstance(spec, Mapping):
+        if "kind" not in spec:
+            raise KilnError(f"a target dict needs a 'kind' key, got {dict(spec)!r}")
+        rest = {k: v for k, v in spec.items() if k not in ("kind", "host")}
+        return str(spec["kind"]), rest, spec.get("host")
+    if not isinstance(spec, str) or not spec.split():
+        raise KilnError(f"expected a target such as 'c' or 'cuda -arch=sm_80', got {spec!r}")
+    kind, *opts = shlex.split(spec)
+    attrs: dict[str, Any] = {}
+    for opt in opts:
+        if not opt.startswith("-"):
+            raise KilnError(f"target {spec!r}: expected '-key=value', got {opt!r}")
+        key, eq, val = opt.lstrip("-").partition("=")
+        attrs[key] = val if eq else True
+    host = attrs.pop("host", None)
+    return kind, attrs, host
+
+
+def _kind(name: str) -> TargetKind:
+    kind = TARGET_KINDS.get(name)
+    if kind is None:
+        host = sorted(k for k, v in TARGET_KINDS.items() if v.is_host)
+        device = sorted(k for k, v in TARGET_KINDS.items() if not v.is_host)
+        raise KilnError(
+            f"unknown target kind {name!r}; known kinds: {host} (host), {device} (device)"
+        )
+    return kind
+
+
+def _canonical(kind: TargetKind, attrs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    unknown = sorted(set(attrs) - set(kind.defaults))
+    if unknown:
+        raise KilnError(
+            f"target {kind.name!r} has no attribute(s) {unknown}; it accepts "
+            f"{sorted(kind.defaults)}"
+        )
+    out = []
+    for key in sorted(attrs):
+        value = _coerce(kind, key, attrs[key])
+        if value != kind.defaults[key] or type(value) is not type(kind.defaults[key]):
+            out.append((key, value))
+    return tuple(out)
+
+
+def _coerce(kind: TargetKind, key: str, value: Any) -> Any:
+    """``value`` converted to the type of the attribute's default (strings come from parsing)."""
+    default = kind.defaults[key]
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(value)
+                return value.lower() in ("true", "1")
+            return bool(value)
+        if isinstance(default, int):
+            return int(value)
+    except (TypeError, ValueError):
+        raise KilnError(
+            f"target {kind.name!r}: attribute {key!r} expects {type(default).__name__}, "
+            f"got {value!r}"
+        ) from None
+    return value
+
+
+def _show(value: Any) -> str:
+    if value is False:
+        return "false"
+    text = str(value)
+    return shlex.quote(text) if (" " in text or not text) else text

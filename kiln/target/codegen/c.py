@@ -33,6 +33,7 @@ from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.target.codegen.c_expr import CExprEmitter, CodegenError, c_string, is_op
+from kiln.target.codegen.c_vector import EXPLICIT_VECTOR_KEY, vectorize_loop
 from kiln.target.codegen.names import C_HEADER_NAMES, NameSupply
 from kiln.tir import builtin
 from kiln.tir import expr as E
@@ -258,6 +259,9 @@ class CodeGenC(CExprEmitter):
         self.stmt(s.body)
 
     def stmt_IfThenElse(self, s: S.IfThenElse) -> None:
+        if s.condition.dtype.lanes > 1:
+            self.masked_store(s)
+            return
         self.emit(f"if ({self.expr(s.condition)}) {{")
         self.level += 1
         self.stmt(s.then_case)
@@ -266,6 +270,33 @@ class CodeGenC(CExprEmitter):
             self.emit_block("} else {", lambda: self.stmt(s.else_case))  # type: ignore[arg-type]
         else:
             self.emit("}")
+
+    def masked_store(self, s: S.IfThenElse) -> None:
+        """``if (mask) buf[index] = vector``: the active lanes are stored; in the value, vector
+        loads from the function's arguments read only the active lanes (an inactive lane may
+        lie past the end of an argument), other loads read every lane."""
+        store, lanes = s.then_case, s.condition.dtype.lanes
+        if (
+            s.else_case is not None
+            or not isinstance(store, S.BufferStore)
+            or store.value.dtype.lanes != lanes
+        ):
+            raise CodegenError(
+                f"{self.fn.label}: a vector condition may only guard one vector store"
+            )
+        index = self.flat_index(store.buffer, store.indices, "store")
+        ptr = self.buffer_pointer(store.buffer)
+        m, i, v, lane = self.temp("m"), self.temp("i"), self.temp("v"), self.temp("l")
+        self.emit(f"{{ __auto_type {m} = {self.expr(s.condition)};")
+        self.load_mask = (m, frozenset(self.fn.func.params))
+        try:
+            value = self.expr(store.value)
+        finally:
+            self.load_mask = None
+        self.emit(f"  __auto_type {i} = {self.expr(index)}; __auto_type {v} = {value};")
+        elem = self.to_storage(store.buffer.dtype, f"{v}[{lane}]")
+        loop = f"for (int {lane} = 0; {lane} < {lanes}; ++{lane}) if ({m}[{lane}]) "
+        self.emit(f"  {loop}{ptr}[{i}[{lane}]] = {elem}; }}")
 
     def stmt_While(self, s: S.While) -> None:
         self.emit_block(f"while ({self.expr(s.condition)}) {{", lambda: self.stmt(s.body))
@@ -362,6 +393,12 @@ class CodeGenC(CExprEmitter):
                 f"{self.fn.label}: loop {s.loop_var.name!r} is bound to a GPU thread; "
                 "the C backend runs on the host"
             )
+        if s.kind == S.ForKind.VECTORIZED and s.annotations.get(EXPLICIT_VECTOR_KEY):
+            lanes = vectorize_loop(s)
+            if lanes is not None:
+                for x in lanes:
+                    self.stmt(x)
+                return
         lo, ext = self.expr(s.min), self.expr(s.extent)
         name = self.bind_var(s.loop_var)
         hi = ext if _is_zero(s.min) else f"({lo} + {ext})"

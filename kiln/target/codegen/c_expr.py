@@ -76,6 +76,9 @@ class CExprEmitter:
         self.prelude = Prelude()
         self._temp_counter = 0
         self._expr_dispatch: dict[type, Callable[[Any], str]] = {}
+        self.load_mask: tuple[str, frozenset[E.Var]] | None = None
+        """While a masked vector store's value is emitted: (C name of the lane mask, data
+        pointers whose vector loads must skip inactive lanes)."""
 
     # -- hooks implemented by CodeGenC --------------------------------------------------------
     def var_name(self, v: E.Var) -> str:
@@ -363,6 +366,12 @@ class CExprEmitter:
             return self.from_storage(buf.dtype, f"{ptr}[{self.expr(index)}]")
         if buf.dtype.is_bool:  # bytes in memory, -1/0 lane masks in registers
             return self.lanewise(e.dtype, lambda i: f"({ptr}[{i}] ? -1 : 0)", index)
+        if self.load_mask is not None and buf.data in self.load_mask[1]:
+            mask, idx, r, k = self.load_mask[0], self.temp("i"), self.temp("r"), self.temp("l")
+            head = f"__auto_type {idx} = {self.expr(index)}; {self.type_of(e.dtype)} {r};"
+            lane = f"{r}[{k}] = {mask}[{k}] ? {ptr}[{idx}[{k}]] : 0;"
+            loop = f"for (int {k} = 0; {k} < {e.dtype.lanes}; ++{k}) {lane}"
+            return f"({{ {head} {loop} {r}; }})"
         if isinstance(index, E.Ramp) and _is_one(index.stride):
             vt = self.unaligned_vector_type(e.dtype)
             return f"(*({vt}*)({ptr} + {self.expr(index.base)}))"
@@ -426,7 +435,7 @@ class CExprEmitter:
 
     def call_if_then_else(self, e: E.Call) -> str:
         c, t, f = e.args
-        if e.dtype.lanes > 1:
+        if e.dtype.lanes > 1 and c.dtype.lanes > 1:
             return self.expr_Select(E.Select(c, t, f))
         return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
 

@@ -23,6 +23,7 @@ from kiln.target.codegen.c_expr import CodegenError, c_string
 from kiln.target.codegen.c_host_prelude import HOST_HELPERS
 from kiln.target.codegen.c_prelude import Prelude
 from kiln.tir import expr as E
+from kiln.tir.function import PrimFunc
 from kiln.tir.transform.make_packed_api import ATTR, DimCheck, PackedAPI, PackedArg
 
 DL_CODES = {
@@ -87,6 +88,7 @@ class CodeGenCHost(CodeGenC):
         self._fn, self.lines, self.level = entry, [], 1
         self.prelude.need("tensor_args")
         self.emit("(void)self;")
+        self.emit_entry_prologue(st)
         self.emit_arg_count(api)
         tensors = [self.emit_unpack(api, i, a) for i, a in enumerate(api.args)]
         for i in api.compact:
@@ -106,6 +108,13 @@ class CodeGenCHost(CodeGenC):
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
         self.exposed.append(api.symbol)
         self._fn = None
+
+    def emit_entry_prologue(self, st: FuncState) -> None:
+        """Hook: code at the start of an entry, before any argument is read (CUDA: driver check)."""
+
+    def tensor_device_type(self, func: PrimFunc) -> int:
+        """Hook: the DLPack device type the tensor arguments of ``func``'s entry must have."""
+        return 1  # kDLCPU
 
     def fn_lit(self, api: PackedAPI) -> str:
         return c_string(api.symbol)
@@ -128,7 +137,8 @@ class CodeGenCHost(CodeGenC):
             dt, ndim = a.buffer.dtype, len(a.buffer.shape)
             self.emit(f"DLTensor* {t};")
             call = f"kiln_arg_tensor(args, {i}, {fn}, {name}, {dl_dtype(dt)}, {c_string(str(dt))}"
-            self.emit(f"if ({call}, {ndim}, &{t}) != 0) return -1;")
+            dev = self.tensor_device_type(self.fn.func)
+            self.emit(f"if ({call}, {ndim}, {dev}, &{t}) != 0) return -1;")
             return t
         self.prelude.need("scalar_args")
         var = a.param
@@ -236,6 +246,12 @@ class CodeGenCHost(CodeGenC):
         if dt.is_float:
             return f"(TVMFFIAny){{.type_index = kTVMFFIFloat, .v_float64 = (double){code}}}"
         raise CodegenError(f"cannot pass a {dt} value through tvm-ffi")
+
+    def call_launch_kernel(self, e: E.Call) -> str:
+        raise CodegenError(
+            f"{self.fn.label}: launches a GPU kernel; build the module with a device target "
+            "(e.g. Target('cuda', host='c')), whose host code generator emits launches"
+        )
 
     # -- packed calls -----------------------------------------------------------------------
     def call_call_packed(self, e: E.Call) -> str:

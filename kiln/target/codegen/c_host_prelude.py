@@ -78,9 +78,10 @@ static void kiln_ints(const int64_t* v, int n, char* out, size_t cap) {
   if (used < cap) snprintf(out + used, cap - used, n == 1 ? ",)" : ")");
 }
 
-/* args[i] as a CPU tensor of dtype `want` and `ndim` dimensions with usable data. */
+/* args[i] as a tensor on `device` (kDLCPU, kDLCUDA) of dtype `want` and `ndim` dimensions
+   with usable data. */
 static int kiln_arg_tensor(const TVMFFIAny* args, int32_t i, const char* fn, const char* name,
-                           DLDataType want, const char* want_name, int32_t ndim,
+                           DLDataType want, const char* want_name, int32_t ndim, int32_t device,
                            DLTensor** out) {
   int32_t kind = args[i].type_index;
   DLTensor* t;
@@ -102,9 +103,9 @@ static int kiln_arg_tensor(const TVMFFIAny* args, int32_t i, const char* fn, con
     return kiln_fail("ValueError", "%s: argument %s.ndim expected %d, got %d", fn, name,
                      (int)ndim, (int)t->ndim);
   }
-  if (t->device.device_type != kDLCPU) {
-    return kiln_fail("ValueError", "%s: argument %s.device expected cpu, got device type %d",
-                     fn, name, (int)t->device.device_type);
+  if (t->device.device_type != device) {
+    return kiln_fail("ValueError", "%s: argument %s.device expected %s, got device type %d",
+                     fn, name, device == kDLCUDA ? "cuda" : "cpu", (int)t->device.device_type);
   }
   if (t->data == NULL && kiln_numel(t) != 0) {
     return kiln_fail("ValueError", "%s: argument %s.data expected a non-null pointer, got NULL",

@@ -1,6 +1,24 @@
 """TIR passes, one per file. Each maps an `IRModule` to an `IRModule` (see `kiln.ir.Pass`)."""
 
+from kiln.tir.transform.annotate_device_regions import AnnotateDeviceRegions
+from kiln.tir.transform.bind_target import BindTarget
 from kiln.tir.transform.flatten_buffer import FlattenBuffer
+from kiln.tir.transform.legalize_storage import LegalizeStorage
+from kiln.tir.transform.lower_device_kernel_launch import LowerDeviceKernelLaunch
 from kiln.tir.transform.make_packed_api import DimCheck, MakePackedAPI, PackedAPI, PackedArg
+from kiln.tir.transform.merge_shared_memory import MergeSharedMemoryAllocations
+from kiln.tir.transform.split_host_device import SplitHostDevice
 
-__all__ = ["DimCheck", "FlattenBuffer", "MakePackedAPI", "PackedAPI", "PackedArg"]
+__all__ = [
+    "AnnotateDeviceRegions",
+    "BindTarget",
+    "DimCheck",
+    "FlattenBuffer",
+    "LegalizeStorage",
+    "LowerDeviceKernelLaunch",
+    "MakePackedAPI",
+    "MergeSharedMemoryAllocations",
+    "PackedAPI",
+    "PackedArg",
+    "SplitHostDevice",
+]

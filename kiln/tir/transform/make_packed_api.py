@@ -82,6 +82,10 @@ class PackedAPI:
         return f"PackedAPI({self.symbol}({', '.join(arg(a) for a in self.args)}){binds})"
 
 
+KERNEL_LAUNCH = 2
+"""``calling_conv`` of a device kernel: launched by its host, never called through tvm-ffi."""
+
+
 class MakePackedAPI(Pass):
     """Typed signatures for all functions and a checked entry plan for exposed ones."""
 
@@ -91,6 +95,8 @@ class MakePackedAPI(Pass):
         out = mod
         for gv, func in mod.items():
             if not isinstance(func, PrimFunc) or func.get_attr(ATTR) is not None:
+                continue
+            if func.get_attr("calling_conv") == KERNEL_LAUNCH:  # device kernels have no entry
                 continue
             label = func.global_symbol or gv.name_hint
             args = _packed_args(func)

@@ -1,0 +1,48 @@
+"""CUDA tests: a fresh KILN_CACHE_DIR per session, NVRTC availability, the `gpu` skip."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HAVE_NVRTC = importlib.util.find_spec("cuda.bindings") is not None
+NO_NVRTC = "NVRTC is not installed (pip install 'kiln[cuda]')"
+NO_GPU = "no NVIDIA GPU/driver"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kiln_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("kiln-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("KILN_CACHE_DIR", str(path))
+    patch.delenv("KILN_DEBUG", raising=False)
+    yield path
+    patch.undo()
+
+
+@pytest.fixture(scope="session")
+def gpu_reason() -> str | None:
+    """None when kernels can run here, else why not."""
+    from kiln.runtime import cuda_runtime
+
+    return cuda_runtime.unavailable_reason()
+
+
+@pytest.fixture
+def gpu(gpu_reason: str | None) -> None:
+    """Skip the test unless an NVIDIA GPU and driver are present."""
+    if gpu_reason is not None:
+        pytest.skip(NO_GPU)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "needs_nvrtc" in item.keywords and not HAVE_NVRTC:
+            item.add_marker(pytest.mark.skip(reason=NO_NVRTC))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_nvrtc: compiles CUDA with NVRTC (kiln[cuda])")
