@@ -142,8 +142,12 @@ def test_verifier_never_crashes_on_garbage():
 def test_buffer_with_elem_offset_and_vector_buffers_verify():
     p = tir.Var("a", "handle")
     buf = tir.decl_buffer((4,), "float32", "A", elem_offset=0)
-    assert tir.verify_well_formed(tir.PrimFunc((p,), tir.BufferStore(buf, 1.0, (0,)),
-                                               buffer_map={p: buf})) == []
+    assert (
+        tir.verify_well_formed(
+            tir.PrimFunc((p,), tir.BufferStore(buf, 1.0, (0,)), buffer_map={p: buf})
+        )
+        == []
+    )
     q = tir.Var("v", "handle")
     vb = tir.decl_buffer((4,), "float32x4", "V")
     f = tir.PrimFunc((q,), tir.BufferStore(vb, vb[1], (0,)), buffer_map={q: vb})

@@ -17,6 +17,10 @@ Every error exit frees the heap scratch buffers live at that point. Inside an Op
 loop an error cannot return: it is moved to a shared slot, the iteration ends, and the thread
 that started the loop raises it afterwards.
 
+Loops: a vectorized loop is a scalar loop under ``#pragma omp simd``, or, when annotated
+``pragma_explicit_vector``, straight-line GCC vector code (`kiln.target.codegen.c_vector`); an
+``IfThenElse`` on a vector condition (which only that rewriter produces) is a masked store.
+
 Subclasses (CUDA) override the class attributes and the ``stmt_<Node>`` / ``expr_<Node>`` /
 ``call_<op>`` methods they need; `kiln.target.codegen.c_host.CodeGenCHost` adds the tvm-ffi
 entry points.

@@ -68,6 +68,7 @@ def _const(e: E.PrimExpr) -> int | None:
 
 
 _RAMP_OPS = (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod)
+_INT_DIVS = (E.Div, E.Mod, E.FloorDiv, E.FloorMod)
 
 
 class LaneRewriter:
@@ -184,7 +185,13 @@ class LaneRewriter:
         store = s.then_case
         if s.else_case is not None or not isinstance(store, S.BufferStore):
             raise Unsupported("a per-lane condition around something other than one store")
-        return S.IfThenElse(cond, self.stmt(store))
+        new = self.stmt(store)
+        assert isinstance(new, S.BufferStore)
+        for n in pre_order_nodes(new.value):
+            # NOTE: an inactive lane may divide by a masked load's 0: a trap for integers.
+            if isinstance(n, _INT_DIVS) and n.dtype.is_integer and n.b.dtype.lanes > 1:
+                raise Unsupported("integer division by a per-lane value under a per-lane guard")
+        return S.IfThenElse(cond, new)
 
 
 def _arith(op: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:

@@ -1,0 +1,425 @@
+"""Operator benchmarks: kiln's default CPU schedules against numpy and PyTorch, in one run.
+
+    python benchmarks/bench_ops.py [--threads 1,2] [--runs 30] [--cases matmul,conv2d,...]
+                                   [--readme benchmarks/README.md]
+
+Cases: matmul fp32 M x N x K = 64x256x512, 512^3, 1024^3 (BLAS order: A is M x K, B is K x N);
+conv2d NCHW 1x64x56x56 with 64 3x3 filters, padding 1 (numpy: im2col + one matmul); and, when
+`kiln.topi` provides them, relu(x * a + b) summed over 1M floats (fused in kiln, numpy's unfused
+expression), softmax over 128x1024 and layer_norm over 128x768 (last axis, no affine).
+
+Processes and threads: every (library, thread count) pair is timed in a worker process of its
+own, started with ``OMP_NUM_THREADS``, ``KILN_NUM_THREADS``, ``MKL_NUM_THREADS`` and
+``NUMEXPR_NUM_THREADS`` set to the count before anything is imported, ``OPENBLAS_NUM_THREADS``
+to the count in the numpy worker and 1 elsewhere; the torch worker also calls
+``torch.set_num_threads`` (see `thread_env`). NOTE: one process per library, because on this
+2-core machine one library's spin-waiting pool threads (OpenBLAS spins for a long time after a
+call) steal a core from the next library's threads, and 2-thread calls then take whole
+scheduler ticks.
+
+Timing: each worker builds its cases (kiln's are checked against numpy), then per case makes
+warm-up calls (at least 20 ms) and ``runs / 5`` timed calls. The parent runs 5 rounds of all
+workers (kiln, numpy, torch, per thread count), so a change in machine load hits every library
+alike, and reports per library the median of all ``runs`` calls and the ratio of the medians
+(kiln's speed over the other's). The machine is shared: the parent compares the CPU time all
+processes used (``/proc/stat``) with its worker's own, and repeats (up to twice) a worker during
+which other processes used more than ``--max-others`` (default 5%) of the CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+LIBS = ("kiln", "numpy", "torch")
+ROUNDS = 5
+ALL_CASES = ("matmul", "conv2d", "fused", "softmax", "layer_norm")
+MATMULS = ((64, 256, 512), (512, 512, 512), (1024, 1024, 1024))
+Bench = tuple[str, float, Callable[[], Any]]
+"""A benchmark in a worker: its name, FLOP count (0: report times only) and the timed call."""
+
+
+# -- kiln ------------------------------------------------------------------------------------------
+def kiln_call(sch: Any, inputs: list[Any], outs: list[Any], arrays: list[Any]) -> Any:
+    """Build ``sch`` over ``inputs + outs``; returns (call on preallocated arrays, outputs)."""
+    import numpy as np
+
+    import kiln
+    from kiln import te
+
+    fn = kiln.build(te.lower(sch, [*inputs, *outs]))["main"]
+    results = [np.zeros([int(d.value) for d in t.shape], str(t.dtype)) for t in outs]
+    args = [*arrays, *results]
+    return (lambda: fn(*args)), results
+
+
+def kiln_matmul(a: Any, b: Any) -> Callable[[], Any]:
+    """kiln's packed matmul of ``a @ b``, checked against numpy."""
+    import numpy as np
+
+    from kiln import te
+    from kiln.topi import x86
+
+    at, bt = te.placeholder(a.shape, name="A"), te.placeholder(b.shape, name="B")
+    ct = x86.matmul(at, bt)
+    call, (out,) = kiln_call(x86.schedule_matmul(ct), [at, bt], [ct], [a, b])
+    call()
+    np.testing.assert_allclose(out, a @ b, rtol=1e-3, atol=1e-3)
+    return call
+
+
+def kiln_conv(x: Any, w: Any) -> Callable[[], Any]:
+    """kiln's conv2d (padding 1), checked against im2col + numpy."""
+    import numpy as np
+
+    from kiln import te
+    from kiln.topi import x86
+
+    xt, wt = te.placeholder(x.shape, name="x"), te.placeholder(w.shape, name="w")
+    yt = x86.conv2d_nchw(xt, wt, 1, 1)
+    call, (out,) = kiln_call(x86.schedule_conv2d_nchw(yt), [xt, wt], [yt], [x, w])
+    call()
+    want = im2col_conv(x, w)().reshape(out.shape)
+    np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
+    return call
+
+
+def kiln_topi(case: str, x: Any, ref: Callable[[], Any]) -> Callable[[], Any]:
+    """A `kiln.topi` case built with `topi.schedule_for`, checked against ``ref``."""
+    import numpy as np
+
+    from kiln import te, topi
+
+    xt = te.placeholder(x.shape, name="x")
+    if case == "fused":
+        yt = topi.sum(topi.relu(topi.add(topi.multiply(xt, 1.5), -0.25)))
+    elif case == "softmax":
+        yt = topi.nn.softmax(xt)
+    else:
+        yt = topi.nn.layer_norm(xt)
+    call, (out,) = kiln_call(topi.schedule_for(yt), [xt], [yt], [x])
+    call()
+    np.testing.assert_allclose(out, ref(), rtol=1e-3, atol=1e-4)
+    return call
+
+
+# -- numpy and torch -------------------------------------------------------------------------------
+def im2col_conv(x: Any, w: Any) -> Callable[[], Any]:
+    """numpy's best effort at a 3x3 / padding 1 convolution: im2col, then one matmul."""
+    import numpy as np
+
+    _, c, h, wd = x.shape
+    xp = np.zeros((c, h + 2, wd + 2), "float32")
+    cols = np.empty((c, 3, 3, h, wd), "float32")
+    wm = w.reshape(w.shape[0], -1)
+    out = np.empty((w.shape[0], h * wd), "float32")
+
+    def run() -> Any:
+        xp[:, 1:-1, 1:-1] = x[0]
+        for i in range(3):
+            for j in range(3):
+                cols[:, i, j] = xp[:, i : i + h, j : j + wd]
+        return np.matmul(wm, cols.reshape(c * 9, h * wd), out=out)
+
+    return run
+
+
+def numpy_row_op(case: str, x: Any) -> Callable[[], Any]:
+    """numpy's fused-case expression, softmax or layer_norm over the last axis."""
+    import numpy as np
+
+    if case == "fused":
+        return lambda: np.maximum(x * np.float32(1.5) - np.float32(0.25), 0).sum()
+    if case == "softmax":
+
+        def softmax() -> Any:
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+
+        return softmax
+
+    def layer_norm() -> Any:
+        mu = x.mean(axis=1, keepdims=True)
+        return (x - mu) / np.sqrt(x.var(axis=1, keepdims=True) + np.float32(1e-5))
+
+    return layer_norm
+
+
+def torch_call(case: str, arrays: list[Any]) -> Callable[[], Any]:
+    """PyTorch's call for ``case`` on ``arrays``."""
+    import torch
+
+    t = [torch.from_numpy(a) for a in arrays]
+    f = torch.nn.functional
+    if case == "matmul":
+        out = torch.empty(arrays[0].shape[0], arrays[1].shape[1])
+        return lambda: torch.mm(t[0], t[1], out=out)
+    calls: dict[str, Callable[[], Any]] = {
+        "conv2d": lambda: f.conv2d(t[0], t[1], padding=1),
+        "fused": lambda: torch.relu(t[0] * 1.5 - 0.25).sum(),
+        "softmax": lambda: torch.softmax(t[0], 1),
+        "layer_norm": lambda: f.layer_norm(t[0], (arrays[0].shape[1],)),
+    }
+    return calls[case]
+
+
+# -- cases -----------------------------------------------------------------------------------------
+def numpy_matmul(a: Any, b: Any) -> Callable[[], Any]:
+    """numpy's ``a @ b`` into a preallocated output."""
+    import numpy as np
+
+    c = np.empty((a.shape[0], b.shape[1]), "float32")
+    return lambda: np.matmul(a, b, out=c)
+
+
+def _call(lib: str, case: str, arrays: list[Any], ref: Callable[[], Any] | None) -> Any:
+    if lib == "torch":
+        return torch_call(case, arrays)
+    if case == "matmul":
+        return (kiln_matmul if lib == "kiln" else numpy_matmul)(*arrays)
+    if case == "conv2d":
+        return (kiln_conv if lib == "kiln" else im2col_conv)(*arrays)
+    assert ref is not None
+    return kiln_topi(case, arrays[0], ref) if lib == "kiln" else ref
+
+
+ROW_CASES = {
+    "fused": ("relu(x*a+b).sum() 1M", (1 << 20,)),
+    "softmax": ("softmax 128x1024", (128, 1024)),
+    "layer_norm": ("layer_norm 128x768", (128, 768)),
+}
+
+
+def benches(lib: str, cases: list[str]) -> list[Bench]:
+    """The benchmarks of ``cases`` for library ``lib``, built (and for kiln, checked)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out: list[Bench] = []
+    if "matmul" in cases:
+        for m, n, k in MATMULS:
+            a = rng.standard_normal((m, k), dtype="float32")
+            b = rng.standard_normal((k, n), dtype="float32")
+            out.append((f"matmul {m}x{n}x{k}", 2.0 * m * n * k, _call(lib, "matmul", [a, b], None)))
+    if "conv2d" in cases:
+        x = rng.standard_normal((1, 64, 56, 56), dtype="float32")
+        w = rng.standard_normal((64, 64, 3, 3), dtype="float32")
+        flops = 2.0 * 64 * 64 * 9 * 56 * 56
+        out.append(("conv2d 1x64x56x56 k3x3x64 p1", flops, _call(lib, "conv2d", [x, w], None)))
+    for case, (name, shape) in ROW_CASES.items():
+        if case not in cases:
+            continue
+        x = rng.standard_normal(shape, dtype="float32")
+        try:
+            out.append((name, 0.0, _call(lib, case, [x], numpy_row_op(case, x))))
+        except (ImportError, AttributeError) as e:
+            print(f"# skipping {case}: kiln.topi does not provide it ({e})", file=sys.stderr)
+    return out
+
+
+# -- worker and parent -----------------------------------------------------------------------------
+def worker(lib: str, threads: int, cases: list[str], runs: int, warmup: int) -> None:
+    """Time ``lib`` on ``threads`` threads: one JSON line per case with its samples (seconds)."""
+    if lib == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+    for name, flops, call in benches(lib, cases):
+        start = time.perf_counter()
+        for _ in range(warmup):
+            call()
+        while time.perf_counter() - start < 0.02:
+            call()
+        samples = []
+        for _ in range(runs):
+            t0 = time.perf_counter_ns()
+            call()
+            samples.append((time.perf_counter_ns() - t0) * 1e-9)
+        row = {"case": name, "lib": lib, "threads": threads, "flops": flops, "samples": samples}
+        print(json.dumps(row), flush=True)
+
+
+def thread_env(lib: str, threads: int) -> dict[str, str]:
+    """The environment of a worker: every thread-count variable set to ``threads``, except
+    OpenBLAS outside the numpy worker (1 thread: numpy there only checks results, and an idle
+    OpenBLAS thread spins for a long time, stealing a core).
+
+    NOTE: ``MKL_NUM_THREADS`` matters to kiln too: tvm-ffi imports torch when it is installed,
+    torch's bundled ``libgomp.so.1`` is then the one every kiln kernel binds to (same soname),
+    and torch sets that runtime's thread count from ``MKL_NUM_THREADS`` / ``OMP_NUM_THREADS``.
+    """
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "KILN_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        env[var] = str(threads)
+    env["OPENBLAS_NUM_THREADS"] = str(threads if lib == "numpy" else 1)
+    return env
+
+
+def busy_jiffies() -> int:
+    """CPU time (in clock ticks) all processes have used since boot (``/proc/stat``)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0
+    idle = int(fields[3]) + int(fields[4])
+    return sum(int(f) for f in fields[:8]) - idle
+
+
+def others_share(before: int, wall: float, child_cpu: float) -> float:
+    """The fraction of the machine other processes used while a worker ran ``wall`` seconds
+    using ``child_cpu`` seconds of CPU."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    others = (busy_jiffies() - before) / ticks - child_cpu
+    return max(0.0, others) / (wall * (os.cpu_count() or 1))
+
+
+def run_worker(lib: str, threads: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One worker process; returns its rows (empty when ``lib`` is not installed). A run during
+    which other processes used more than ``--max-others`` of the CPUs is repeated (3 tries)."""
+    cmd = [sys.executable, __file__, "--worker", lib, "--threads", str(threads)]
+    cmd += ["--runs", str(-(-args.runs // ROUNDS)), "--warmup", str(args.warmup)]
+    cmd += ["--cases", args.cases]
+    for attempt in range(3):
+        before, cpu0, t0 = busy_jiffies(), _children_cpu(), time.perf_counter()
+        proc = subprocess.run(cmd, env=thread_env(lib, threads), capture_output=True, text=True)
+        share = others_share(before, time.perf_counter() - t0, _children_cpu() - cpu0)
+        if proc.returncode != 0:
+            if lib == "torch" and "No module named 'torch'" in proc.stderr:
+                return []
+            sys.stderr.write(proc.stderr)
+            raise SystemExit(f"the {lib} worker ({threads} threads) failed ({proc.returncode})")
+        if share <= args.max_others or attempt == 2:
+            break
+        print(f"# {lib} x{threads}: other processes used {share:.0%}; again", file=sys.stderr)
+    sys.stderr.write(proc.stderr)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Rows ``{case, threads, flops, times: {lib: median seconds}}`` over all rounds."""
+    samples: dict[tuple[str, int], dict[str, list[float]]] = {}
+    flops: dict[str, float] = {}
+    for _ in range(ROUNDS):
+        for threads in (int(t) for t in args.threads.split(",")):
+            for lib in LIBS:
+                for r in run_worker(lib, threads, args):
+                    flops[r["case"]] = r["flops"]
+                    key = (r["case"], threads)
+                    samples.setdefault(key, {}).setdefault(lib, []).extend(r["samples"])
+    order = {case: i for i, case in enumerate(flops)}
+    rows = []
+    for (case, threads), libs in sorted(
+        samples.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])
+    ):
+        times = {lib: statistics.median(v) for lib, v in libs.items()}
+        rows.append({"case": case, "threads": threads, "flops": flops[case], "times": times})
+    return rows
+
+
+# -- report ----------------------------------------------------------------------------------------
+def _cell(row: dict[str, Any], lib: str) -> str:
+    t = row["times"].get(lib)
+    if t is None:
+        return "-"
+    if row["flops"]:
+        return f"{row['flops'] / t / 1e9:.1f} GFLOP/s"
+    return f"{t * 1e6:.1f} us"
+
+
+def _ratio(row: dict[str, Any], lib: str) -> str:
+    t, k = row["times"].get(lib), row["times"].get("kiln")
+    return "-" if t is None or k is None else f"{t / k:.2f}x"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """A markdown table: throughput (or time) per library and kiln's speed relative to each."""
+    lines = ["| case | threads | kiln | numpy | torch | kiln vs numpy | kiln vs torch |"]
+    lines.append("|" + "---|" * 7)
+    for r in rows:
+        cells = [r["case"], str(r["threads"]), *(_cell(r, lib) for lib in LIBS)]
+        cells += [_ratio(r, "numpy"), _ratio(r, "torch")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    """One line describing the CPU, compiler and library versions."""
+    model, simd = platform.machine(), "?"
+    try:
+        info = Path("/proc/cpuinfo").read_text().splitlines()
+        model = next(ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name"))
+        flags = next(ln for ln in info if ln.startswith("flags")).split()
+        simd = "AVX-512" if "avx512f" in flags else "AVX2+FMA" if "avx2" in flags else "SSE"
+    except (OSError, StopIteration):
+        pass
+    cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()
+    import numpy
+
+    versions = [f"numpy {numpy.__version__}"]
+    try:
+        import torch
+
+        versions.append(f"torch {torch.__version__}")
+    except ImportError:
+        pass
+    head = f"{model}, {os.cpu_count()} cores, {simd}"
+    return f"{head}; {cc[0] if cc else 'cc ?'}; {', '.join(versions)}"
+
+
+def update_readme(path: Path, text: str) -> None:
+    """Replace the generated section of ``path`` (between markers) with ``text``."""
+    begin, end = "<!-- bench_ops:begin -->", "<!-- bench_ops:end -->"
+    old = path.read_text() if path.exists() else ""
+    block = f"{begin}\n{text}\n{end}"
+    if begin in old and end in old:
+        new = old[: old.index(begin)] + block + old[old.index(end) + len(end) :]
+    else:
+        new = (old.rstrip() + "\n\n" if old else "") + block + "\n"
+    path.write_text(new)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    p.add_argument("--runs", type=int, default=30, help="timed calls per library and case")
+    p.add_argument("--warmup", type=int, default=5, help="untimed calls first (per round)")
+    p.add_argument("--cases", default=",".join(ALL_CASES), help=",".join(ALL_CASES))
+    p.add_argument("--readme", type=Path, help="write the table into this markdown file")
+    p.add_argument(
+        "--max-others",
+        type=float,
+        default=0.05,
+        help="repeat a worker when other processes used more than this share of the CPUs",
+    )
+    p.add_argument("--worker", choices=LIBS, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args.worker, int(args.threads), args.cases.split(","), args.runs, args.warmup)
+        return
+    text = table(collect(args))
+    print(text)
+    if args.readme is not None:
+        today = datetime.date.today().isoformat()
+        cmd = "python benchmarks/bench_ops.py " + " ".join(sys.argv[1:])
+        update_readme(args.readme, f"{today}, {machine()}\n\n`{cmd}`\n\n{text}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Element-wise operators: broadcasting binary arithmetic and unary math.
+
+Binary operators take two operands, tensors or Python numbers (at least one tensor), broadcast
+with numpy's rules; tensors must share a dtype (cast one first). Unary math that C computes
+through libm (``exp``, ``erf``, ``tanh``, ``sqrt``, ``log``, ``sigmoid``, ``gelu``) takes float16,
+float32 or float64 tensors; ``relu``, ``clip``, ``negative``, ``abs`` also take integers.
+
+Patterns: a unary operator, and a binary one whose operands already have the output's shape, is
+``ELEMWISE``; a binary operator that stretches an operand is ``BROADCAST``; ``cast`` is
+``ELEMWISE``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from kiln.errors import IRError
+from kiln.ir.dtype import DataType
+from kiln.te import Tensor, broadcast_shape, compute
+from kiln.tir import op as tir_op
+from kiln.tir.expr import Cast, IntImm, Max, Min, PrimExpr, Select, const, convert
+from kiln.topi import tag
+from kiln.topi.math import erf as _erf
+from kiln.topi.math import exp as _exp
+from kiln.topi.math import tanh as _tanh
+from kiln.topi.utils import as_operand, check_float, check_numeric, check_tensor, fconst
+
+
+# -- binary ---------------------------------------------------------------------------------
+def _read(t: Any, idx: tuple[PrimExpr, ...]) -> Any:
+    """``t`` at the broadcast index ``idx`` (size-1 dims read index 0; scalars pass through)."""
+    if not isinstance(t, Tensor):
+        return t
+    own = idx[len(idx) - t.ndim :] if t.ndim else ()
+    picks = tuple(
+        convert(0, i.dtype) if isinstance(d, IntImm) and d.value == 1 else i
+        for d, i in zip(t.shape, own)
+    )
+    return t[picks]
+
+
+def _same_shape(t: Tensor, shape: tuple[PrimExpr, ...]) -> bool:
+    if t.ndim != len(shape):
+        return False
+    return all(
+        a is b or (isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value)
+        for a, b in zip(t.shape, shape)
+    )
+
+
+def _binary_dtype(op: str, a: Any, b: Any) -> DataType:
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    if not tensors:
+        raise IRError(f"{op}: needs at least one te.Tensor operand, got {a!r} and {b!r}")
+    for t in tensors:
+        check_numeric(op, t)
+    if len(tensors) == 2 and tensors[0].dtype != tensors[1].dtype:
+        raise IRError(
+            f"{op}: tensor {a.name!r} has dtype {a.dtype} but tensor {b.name!r} has dtype "
+            f"{b.dtype}; cast one of them first (topi.cast)"
+        )
+    return tensors[0].dtype
+
+
+def binary(
+    op: str,
+    a: Any,
+    b: Any,
+    fcompute: Callable[[PrimExpr, PrimExpr], PrimExpr],
+    name: str | None = None,
+) -> Tensor:
+    """``fcompute(a, b)`` over the broadcast of ``a`` and ``b``."""
+    dtype = _binary_dtype(op, a, b)
+    a, b = as_operand(op, a, dtype), as_operand(op, b, dtype)
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    shape = broadcast_shape(*(t.shape for t in tensors), op=op, names=[t.name for t in tensors])
+    elemwise = all(_same_shape(t, shape) for t in tensors)
+    kind = tag.ELEMWISE if elemwise else tag.BROADCAST
+    return compute(
+        shape,
+        lambda *idx: fcompute(_read(a, tuple(idx)), _read(b, tuple(idx))),
+        name=name or f"T_{op}",
+        tag=kind,
+        attrs=tag.attrs_for(kind),
+    )
+
+
+def add(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a + b`` with broadcasting."""
+    return binary("add", a, b, lambda x, y: x + y, name)
+
+
+def subtract(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a - b`` with broadcasting."""
+    return binary("subtract", a, b, lambda x, y: x - y, name)
+
+
+def multiply(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a * b`` with broadcasting."""
+    return binary("multiply", a, b, lambda x, y: x * y, name)
+
+
+def divide(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a / b`` with broadcasting (float tensors only: numpy's true division)."""
+    dtype = _binary_dtype("divide", a, b)
+    if not dtype.is_float:
+        who = a if isinstance(a, Tensor) else b
+        raise IRError(
+            f"divide: tensor {who.name!r} has dtype {dtype}; divide is true division and needs "
+            "float tensors (cast to float32 first)"
+        )
+    return binary("divide", a, b, lambda x, y: x / y, name)
+
+
+def maximum(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """The element-wise maximum of ``a`` and ``b`` with broadcasting."""
+    return binary("maximum", a, b, Max, name)
+
+
+def minimum(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """The element-wise minimum of ``a`` and ``b`` with broadcasting."""
+    return binary("minimum", a, b, Min, name)
+
+
+def power(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a ** b`` with broadcasting (float tensors only; libm ``pow``)."""
+    dtype = _binary_dtype("power", a, b)
+    if not dtype.is_float:
+        who = a if isinstance(a, Tensor) else b
+        raise IRError(f"power: tensor {who.name!r} has dtype {dtype}; power needs float tensors")
+    return binary("power", a, b, lambda x, y: tir_op.math("pow", x, y), name)
+
+
+# -- unary ----------------------------------------------------------------------------------
+def unary(
+    op: str, x: Any, fcompute: Callable[[PrimExpr], PrimExpr], name: str | None, floats: bool
+) -> Tensor:
+    """``fcompute`` applied to every element of ``x`` (an ``ELEMWISE`` compute)."""
+    x = check_tensor(op, x)
+    if floats:
+        check_float(op, x)
+    else:
+        check_numeric(op, x)
+    return compute(
+        x.shape,
+        lambda *idx: fcompute(x[idx]),
+        name=name or f"T_{op}",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+
+
+def relu(x: Tensor, name: str | None = None) -> Tensor:
+    """``max(x, 0)``."""
+    return unary("relu", x, lambda v: Max(v, const(0, v.dtype)), name, floats=False)
+
+
+def negative(x: Tensor, name: str | None = None) -> Tensor:
+    """``-x``."""
+    return unary("negative", x, lambda v: -v, name, floats=False)
+
+
+def abs(x: Tensor, name: str | None = None) -> Tensor:  # noqa: A001
+    """``|x|`` (``fabs`` for floats)."""
+
+    def f(v: PrimExpr) -> PrimExpr:
+        if v.dtype.is_float:
+            return tir_op.math("fabs", v)
+        if v.dtype.is_uint:
+            return v
+        return Select(v < const(0, v.dtype), const(0, v.dtype) - v, v)
+
+    return unary("abs", x, f, name, floats=False)
+
+
+def clip(x: Tensor, a_min: float, a_max: float, name: str | None = None) -> Tensor:
+    """``x`` limited to ``[a_min, a_max]``."""
+    x = check_tensor("clip", x)
+    if not a_min <= a_max:
+        raise IRError(f"clip: a_min {a_min!r} is greater than a_max {a_max!r} (tensor {x.name!r})")
+    lo, hi = as_operand("clip", a_min, x.dtype), as_operand("clip", a_max, x.dtype)
+    return unary("clip", x, lambda v: Min(Max(v, lo), hi), name, floats=False)
+
+
+def exp(x: Tensor, name: str | None = None) -> Tensor:
+    """``e ** x`` (libm)."""
+    return unary("exp", x, _exp, name, floats=True)
+
+
+def erf(x: Tensor, name: str | None = None) -> Tensor:
+    """The error function (libm)."""
+    return unary("erf", x, _erf, name, floats=True)
+
+
+def tanh(x: Tensor, name: str | None = None) -> Tensor:
+    """The hyperbolic tangent (libm)."""
+    return unary("tanh", x, _tanh, name, floats=True)
+
+
+def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
+    """``1 / (1 + exp(-x))``."""
+    return unary("sigmoid", x, lambda v: tir_op.math("sigmoid", v), name, floats=True)
+
+
+def sqrt(x: Tensor, name: str | None = None) -> Tensor:
+    """The square root (NaN below zero)."""
+    return unary("sqrt", x, lambda v: tir_op.math("sqrt", v), name, floats=True)
+
+
+def log(x: Tensor, name: str | None = None) -> Tensor:
+    """The natural logarithm (``-inf`` at 0, NaN below)."""
+    return unary("log", x, lambda v: tir_op.math("log", v), name, floats=True)
+
+
+def gelu(x: Tensor, approximate: str = "none", name: str | None = None) -> Tensor:
+    """GELU: ``x * Phi(x)`` with the erf form (``approximate="none"``) or the tanh
+    approximation (``approximate="tanh"``), as in PyTorch."""
+    if approximate not in ("none", "tanh"):
+        raise IRError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+    def f(v: PrimExpr) -> PrimExpr:
+        half, one = fconst(0.5, v.dtype), fconst(1.0, v.dtype)
+        if approximate == "none":
+            return half * v * (one + _erf(v * fconst(1.0 / math.sqrt(2.0), v.dtype)))
+        inner = v + fconst(0.044715, v.dtype) * v * v * v
+        return half * v * (one + _tanh(fconst(math.sqrt(2.0 / math.pi), v.dtype) * inner))
+
+    return unary("gelu", x, f, name, floats=True)
+
+
+def cast(x: Tensor, dtype: str | DataType, name: str | None = None) -> Tensor:
+    """``x`` converted to ``dtype`` (C conversion rules: floats truncate toward zero)."""
+    x = check_tensor("cast", x)
+    try:
+        dt = DataType.parse(dtype)
+    except IRError as e:
+        raise IRError(f"cast: {e} (tensor {x.name!r})") from None
+    if dt.lanes != 1 or dt.is_handle or dt.is_void:
+        raise IRError(f"cast: cannot cast tensor {x.name!r} to {dt}; expected a scalar dtype")
+    return compute(
+        x.shape,
+        lambda *idx: Cast(dt, x[idx]) if x.dtype != dt else x[idx],
+        name=name or "T_cast",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )

@@ -1,0 +1,90 @@
+"""What every default CPU schedule shares: the context, the registry, vector width, helpers.
+
+NOTE: the vector width comes from a target attribute ``vector_bytes`` when the target has one;
+kiln's ``c`` target kind declares no attributes yet, so the default is 64 bytes (16 float32
+lanes, one AVX-512 register, the issue's target machine). On a CPU with only AVX2 (this VM
+reports none of the avx512 flags, and ``-march=native`` then selects 32-byte vectors), GCC
+emits two 256-bit operations per 16-lane loop body, which still vectorizes fully and gives two
+independent accumulators in reductions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kiln.ir.dtype import DataType
+from kiln.te import AxisVar, Schedule, Stage, Tensor
+from kiln.topi.utils import const_int, prod
+
+DEFAULT_VECTOR_BYTES = 64
+
+PARALLEL_MIN_ELEMENTS = 16384
+"""Loops touching fewer elements run on one thread: an OpenMP fork/join costs microseconds."""
+
+RFACTOR_PARTS_MIN = 1 << 15
+"""A full reduction (few outputs) of at least this many elements is split into parts that run
+in parallel."""
+
+
+@dataclass
+class ScheduleContext:
+    """State shared by the schedules of one graph: the target, the output stages, and the
+    stages already placed (``done``)."""
+
+    target: Any
+    outputs: list[Stage] = field(default_factory=list)
+    done: set[Stage] = field(default_factory=set)
+
+    def lanes(self, dtype: DataType) -> int:
+        """SIMD lanes of ``dtype`` (values narrower than 4 bytes are computed as float32)."""
+        getter = getattr(self.target, "get", None)
+        width = getter("vector_bytes") if callable(getter) else None
+        return int(width or DEFAULT_VECTOR_BYTES) // max(dtype.itemsize, 4)
+
+
+ScheduleFn = Callable[[Schedule, Tensor, ScheduleContext], None]
+
+SCHEDULES: dict[str, ScheduleFn] = {}
+"""tag -> default CPU schedule of the anchors with that tag."""
+
+
+def register_schedule(tag: str) -> Callable[[ScheduleFn], ScheduleFn]:
+    """Register ``fn`` as the default CPU schedule of anchors tagged ``tag``."""
+
+    def deco(fn: ScheduleFn) -> ScheduleFn:
+        SCHEDULES[tag] = fn
+        return fn
+
+    return deco
+
+
+def extent(axis: AxisVar) -> int | None:
+    """The constant extent of an axis of a compute, or None."""
+    return const_int(axis.dom.extent) if axis.dom is not None else None
+
+
+def num_elements(axes: Any) -> int | None:
+    """The product of the axes' constant extents (None when one is symbolic)."""
+    exts = [extent(a) for a in axes]
+    if any(e is None for e in exts):
+        return None
+    return prod(e for e in exts if e is not None)
+
+
+def worth_parallel(elements: int | None) -> bool:
+    """True when a loop over ``elements`` values should be split across threads."""
+    return elements is None or elements >= PARALLEL_MIN_ELEMENTS
+
+
+def fuse_all(stage: Stage, axes: list[AxisVar]) -> AxisVar | None:
+    """``axes`` (adjacent leaves) fused into one loop; None when there are none."""
+    if not axes:
+        return None
+    return stage.fuse(*axes) if len(axes) > 1 else axes[0]
+
+
+def readers_of(sch: Schedule, stage: Stage) -> list[Stage]:
+    """Stages that read ``stage`` once inlined stages are substituted."""
+    return sch.effective_readers(stage)

@@ -1,0 +1,46 @@
+"""The default CPU schedule of an injective (element-wise, broadcast, data-movement) stage.
+
+The loops are fused and split so that the innermost loop runs over ``lanes`` consecutive
+elements of the last axis (vectorized) and one outer loop covers everything else (parallel when
+the stage is big enough):
+
+- last extent a multiple of ``lanes``: ``fuse(outer axes, last_outer)`` / ``last_inner``, so no
+  index division happens inside the vector loop;
+- last extent smaller than ``lanes`` with a total that is a multiple of ``lanes``: every axis is
+  fused and split by ``lanes`` (the division by constant extents is cheap and the vector loop
+  has no tail);
+- otherwise: ``fuse(outer axes)`` / ``last_outer`` / ``last_inner`` with a guarded tail.
+"""
+
+from __future__ import annotations
+
+from kiln.te import Schedule, Tensor
+from kiln.topi.generic.common import ScheduleContext, extent, fuse_all, num_elements, worth_parallel
+
+
+def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
+    """Vectorize the last axis of ``t``'s stage and parallelize the rest (see module docstring)."""
+    stage = sch[t]
+    axes = list(stage.op.axis)
+    if not axes:
+        return
+    lanes = ctx.lanes(t.dtype)
+    total = num_elements(axes)
+    last = extent(axes[-1])
+    if last is not None and last % lanes == 0:
+        lo, li = stage.split(axes[-1], factor=lanes)
+        outer = fuse_all(stage, [*axes[:-1], lo])
+    elif last is not None and last < lanes and total is not None and total % lanes == 0:
+        outer, li = stage.split(fuse_all(stage, axes), factor=lanes)
+    elif last is not None and last < lanes:
+        # a short ragged row: vectorizing it would be all tail
+        outer, li = fuse_all(stage, axes[:-1]), None
+    else:
+        lo, li = stage.split(axes[-1], factor=lanes)
+        head = fuse_all(stage, axes[:-1])
+        outer = head if head is not None else lo
+    if li is not None:
+        stage.vectorize(li)
+    if outer is not None and worth_parallel(total):
+        stage.parallel(outer)
+    ctx.done.add(stage)

@@ -1,0 +1,179 @@
+"""Default CPU schedules of the row-wise nn operators: softmax, log_softmax, layer_norm.
+
+When the operator works along the last axis, the output's row axes are fused into one parallel
+loop and every row is finished by one thread while it is in L1. Inside that loop, per row,
+
+- log_softmax: ``max`` (for the sum), ``log(sum(exp(x - max)))``, ``max`` again (for the
+  output), then ``x - max - lse`` over the row, vectorized;
+- layer_norm: ``sum`` (for the variance), ``sum((x - mean)**2)``, ``rstd``, ``sum`` again (for
+  the output), then ``(x - mean) * rstd * gamma + beta``;
+- softmax: ``sum(e)``, ``1 / sum``, then ``e * (1 / sum)``, where ``e = exp(x - max)`` was
+  written by a first row-parallel pass (which computes each row's ``max`` in L1 first).
+
+Each row reduction is `rfactor`-ed into ``lanes`` vector accumulators; per-row values live in
+small scratch buffers inside the parallel loop.
+
+NOTE: `te`'s ``compute_at`` lets an attached stage have one reader only, while here two
+consumers (the next reduction and the output) need a per-row value inside the same row loop.
+For ``max`` and ``mean`` the schedule recomputes the value for the second consumer
+(`recompute_for`; one cheap vector pass over a row in L1). For softmax's ``exp(x - max)`` the
+recomputation would double the dominant cost (measured 1.5x slower over 128x1024), so softmax
+keeps ``e`` in a full-size scratch buffer instead. With a per-row ``e`` (once ``compute_at``
+accepts several readers attached inside the same loop) the time is the same and the scratch
+shrinks to one row.
+
+Other axes fall back to the generic schedules: each reduction at the root (vectorized over the
+inner data axes), the output as an injective stage.
+"""
+
+from __future__ import annotations
+
+from kiln.te import AxisVar, ComputeOp, Schedule, Stage, Tensor
+from kiln.topi import tag
+from kiln.topi.generic.common import (
+    ScheduleContext,
+    extent,
+    fuse_all,
+    num_elements,
+    register_schedule,
+    worth_parallel,
+)
+from kiln.topi.generic.graph import recompute_for, rfactor
+from kiln.topi.generic.injective import schedule_injective
+from kiln.topi.generic.reduction import schedule_reduce
+
+
+def row_loops(stage: Stage, lanes: int) -> AxisVar:
+    """Fuse the row axes of ``stage`` into one (parallel) loop and vectorize the last axis;
+    returns the row loop."""
+    axes = list(stage.op.axis)
+    last = extent(axes[-1])
+    if last is None or last >= lanes:
+        _, inner = stage.split(axes[-1], factor=lanes)
+        stage.vectorize(inner)
+    row = fuse_all(stage, axes[:-1])
+    assert row is not None
+    if worth_parallel(num_elements(axes)) and num_elements(axes[:-1]) != 1:
+        stage.parallel(row)
+    return row
+
+
+def reduce_in_row(sch: Schedule, red: Tensor, host: Stage, at: AxisVar, lanes: int) -> Stage:
+    """Compute the row reduction ``red`` inside ``host``'s loop ``at`` with ``lanes`` vector
+    accumulators; returns the stage that now reads ``red``'s inputs (its rfactor stage, or
+    itself)."""
+    stage = sch[red]
+    op = stage.op
+    assert isinstance(op, ComputeOp)
+    k_ext = extent(op.reduce_axis[-1])
+    rf = rfactor(sch, red, lanes) if k_ext is None or k_ext >= 2 * lanes else None
+    stage.compute_at(host, at)
+    if rf is None:
+        return stage
+    rst = sch[rf]
+    rop = rst.op
+    assert isinstance(rop, ComputeOp)
+    rst.reorder(*rop.axis[:-1], *rop.reduce_axis, rop.axis[-1])
+    rst.vectorize(rop.axis[-1])
+    rst.compute_at(stage, op.axis[-1])
+    return rst
+
+
+def _fallback(sch: Schedule, out: Tensor, ctx: ScheduleContext, parts: dict[str, Tensor]) -> None:
+    for t in parts.values():
+        st = sch[t]
+        if st.is_inlined or st in ctx.done:
+            continue
+        if st.op.reduce_axis:
+            schedule_reduce(sch, t, ctx)
+        else:
+            schedule_injective(sch, t, ctx)
+    schedule_injective(sch, out, ctx)
+
+
+def _last_axis(op: ComputeOp, out: Tensor) -> bool:
+    axis = op.attrs.get("axis")
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return out.ndim >= 2 and axes[-1] == out.ndim - 1 and len(axes) == 1
+
+
+def _inline(sch: Schedule, t: Tensor) -> None:
+    st = sch[t]
+    if not st.is_inlined:
+        st.compute_inline()
+
+
+def _done(ctx: ScheduleContext, sch: Schedule, tensors: list[Tensor]) -> None:
+    ctx.done.update(sch[t] for t in tensors)
+
+
+def exp_rows(sch: Schedule, e: Tensor, lanes: int) -> AxisVar:
+    """Schedule the (root) exponential stage of softmax row-parallel and vectorized; returns its
+    row loop."""
+    st = sch[e]
+    if st.is_inlined:
+        st.compute_root()
+    return row_loops(st, lanes)
+
+
+@register_schedule(tag.SOFTMAX)
+def schedule_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
+    """Softmax in two row-parallel passes (see module docstring)."""
+    op = sch[out].op
+    assert isinstance(op, ComputeOp)
+    parts: dict[str, Tensor] = op.attrs["parts"]
+    m, e, s, inv = parts["max"], parts["exp"], parts["sum"], parts["inv"]
+    if not _last_axis(op, out):
+        return _fallback(sch, out, ctx, parts)
+    lanes = ctx.lanes(out.dtype)
+    e_row = exp_rows(sch, e, lanes)
+    reduce_in_row(sch, m, sch[e], e_row, lanes)
+    row = row_loops(sch[out], lanes)
+    sch[inv].compute_at(sch[out], row)
+    reduce_in_row(sch, s, sch[inv], sch[inv].op.axis[-1], lanes)
+    _done(ctx, sch, [out, m, e, s, inv])
+    return None
+
+
+@register_schedule(tag.LOG_SOFTMAX)
+def schedule_log_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
+    """Row-fused log_softmax (see module docstring)."""
+    op = sch[out].op
+    assert isinstance(op, ComputeOp)
+    parts: dict[str, Tensor] = op.attrs["parts"]
+    m, e, s, lse = parts["max"], parts["exp"], parts["sum"], parts["lse"]
+    if not _last_axis(op, out):
+        return _fallback(sch, out, ctx, parts)
+    _inline(sch, e)
+    copies = recompute_for(sch, out, [m])
+    lanes = ctx.lanes(out.dtype)
+    row = row_loops(sch[out], lanes)
+    sch[lse].compute_at(sch[out], row)
+    sum_reader = reduce_in_row(sch, s, sch[lse], sch[lse].op.axis[-1], lanes)
+    reduce_in_row(sch, copies[m], sch[out], row, lanes)
+    reduce_in_row(sch, m, sum_reader, sum_reader.op.axis[len(sch[m].op.axis) - 1], lanes)
+    _done(ctx, sch, [out, m, s, lse, copies[m]])
+    return None
+
+
+@register_schedule(tag.LAYER_NORM)
+def schedule_layer_norm(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
+    """Row-fused layer_norm (see module docstring)."""
+    op = sch[out].op
+    assert isinstance(op, ComputeOp)
+    parts: dict[str, Tensor] = op.attrs["parts"]
+    total, mean, var, rstd = parts["sum"], parts["mean"], parts["var"], parts["rstd"]
+    if not _last_axis(op, out):
+        return _fallback(sch, out, ctx, parts)
+    _inline(sch, mean)
+    copies = recompute_for(sch, out, [total, mean])
+    _inline(sch, copies[mean])
+    lanes = ctx.lanes(out.dtype)
+    row = row_loops(sch[out], lanes)
+    sch[rstd].compute_at(sch[out], row)
+    var_reader = reduce_in_row(sch, var, sch[rstd], sch[rstd].op.axis[-1], lanes)
+    reduce_in_row(sch, copies[total], sch[out], row, lanes)
+    n_rows = len(sch[total].op.axis)
+    reduce_in_row(sch, total, var_reader, var_reader.op.axis[n_rows - 1], lanes)
+    _done(ctx, sch, [out, total, var, rstd, copies[total]])
+    return None

@@ -1,0 +1,21 @@
+"""Neural-network operators: matrix products, convolution, softmax, normalization and pooling."""
+
+from kiln.topi.nn.conv2d import conv2d_nchw
+from kiln.topi.nn.dense import batch_matmul, dense, matmul
+from kiln.topi.nn.norm import batch_norm, layer_norm
+from kiln.topi.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
+from kiln.topi.nn.softmax import log_softmax, softmax
+
+__all__ = [
+    "avg_pool2d",
+    "batch_matmul",
+    "batch_norm",
+    "conv2d_nchw",
+    "dense",
+    "global_avg_pool2d",
+    "layer_norm",
+    "log_softmax",
+    "matmul",
+    "max_pool2d",
+    "softmax",
+]

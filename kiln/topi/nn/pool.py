@@ -1,0 +1,173 @@
+"""2-D pooling over NCHW tensors: ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``.
+
+Output size per spatial axis (PyTorch's rule): ``(size + pad_lo + pad_hi - dilation * (k - 1)
+- 1) / stride + 1``, rounded down, or up with ``ceil_mode`` (a window that would start inside
+the high padding is dropped). ``padding`` is an int, a ``(pad_h, pad_w)`` pair (both sides), or
+``(top, left, bottom, right)``.
+
+max_pool2d ignores padded positions. avg_pool2d sums the window (padding counts as 0) and
+divides by the window size clipped to the padded input (``count_include_pad=True``, PyTorch's
+default) or by the number of real input elements in the window (``count_include_pad=False``).
+The window reduction is a ``COMM_REDUCE`` compute tagged ``"pool"``; the average's division is an
+element-wise epilogue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln import te
+from kiln.errors import IRError
+from kiln.te import Tensor
+from kiln.tir.expr import Cast, Max, Min, PrimExpr, convert
+from kiln.tir.op import min_value
+from kiln.topi import tag
+from kiln.topi.reduce import mean
+from kiln.topi.utils import check_numeric, check_tensor, const_shape
+
+
+def _pair(op: str, value: Any, what: str) -> tuple[int, int]:
+    items = [value, value] if isinstance(value, int) else list(value)
+    if len(items) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        raise IRError(f"{op}: {what} must be an int or a pair of ints, got {value!r}")
+    if any(v <= 0 for v in items):
+        raise IRError(f"{op}: {what} must be positive, got {value!r}")
+    return items[0], items[1]
+
+
+def _padding(op: str, padding: Any) -> tuple[int, int, int, int]:
+    if isinstance(padding, int):
+        pads = [padding] * 4
+    else:
+        items = list(padding)
+        pads = items * 2 if len(items) == 2 else items
+    if len(pads) != 4 or any(not isinstance(p, int) or p < 0 for p in pads):
+        raise IRError(
+            f"{op}: padding must be an int, (pad_h, pad_w) or (top, left, bottom, right) of "
+            f"non-negative ints, got {padding!r}"
+        )
+    return pads[0], pads[1], pads[2], pads[3]
+
+
+def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int, ceil_mode: bool) -> int:
+    span = size + lo + hi - d * (k - 1) - 1
+    n = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (n - 1) * s >= size + lo:
+        n -= 1
+    return n
+
+
+class _Window:
+    """Geometry of a pooling call: input, kernel, strides, dilation, padding, output size."""
+
+    def __init__(
+        self,
+        op: str,
+        x: Any,
+        pool_size: Any,
+        strides: Any,
+        padding: Any,
+        dilation: Any,
+        ceil_mode: bool,
+    ) -> None:
+        self.x = check_tensor(op, x)
+        check_numeric(op, self.x)
+        if self.x.ndim != 4:
+            raise IRError(
+                f"{op}: tensor {self.x.name!r} must be NCHW (rank 4), has rank {self.x.ndim}"
+            )
+        _, _, self.h, self.w = const_shape(op, self.x)
+        self.kh, self.kw = _pair(op, pool_size, "pool_size")
+        self.sh, self.sw = _pair(op, strides if strides is not None else pool_size, "strides")
+        self.dh, self.dw = _pair(op, dilation, "dilation")
+        self.pt, self.pl, self.pb, self.pr = _padding(op, padding)
+        self.oh = _out_size(self.h, self.kh, self.sh, self.pt, self.pb, self.dh, ceil_mode)
+        self.ow = _out_size(self.w, self.kw, self.sw, self.pl, self.pr, self.dw, ceil_mode)
+        if self.oh <= 0 or self.ow <= 0:
+            raise IRError(
+                f"{op}: the window ({self.kh}x{self.kw}) does not fit tensor {self.x.name!r} of "
+                f"spatial size {self.h}x{self.w} with this padding"
+            )
+
+    @property
+    def out_shape(self) -> tuple[Any, ...]:
+        """``(N, C, out_h, out_w)``."""
+        n, c = self.x.shape[0], self.x.shape[1]
+        return (n, c, self.oh, self.ow)
+
+    def read(self, n: Any, c: Any, oh: Any, ow: Any, kh: Any, kw: Any, fill: PrimExpr) -> Any:
+        """``x`` at the window position, or ``fill`` over the padding."""
+        h = oh * self.sh + kh * self.dh - self.pt
+        w = ow * self.sw + kw * self.dw - self.pl
+        inside = (h >= 0) & (h < self.h) & (w >= 0) & (w < self.w)
+        if not (self.pt or self.pb or self.pl or self.pr):
+            return self.x[n, c, h, w]
+        return te.if_then_else(inside, self.x[n, c, h, w], fill)
+
+
+def _window_reduce(win: _Window, reducer: te.Reducer, fill: PrimExpr, name: str) -> Tensor:
+    rh = te.reduce_axis((0, win.kh), name="rh")
+    rw = te.reduce_axis((0, win.kw), name="rw")
+    return te.compute(
+        win.out_shape,
+        lambda n, c, oh, ow: reducer(win.read(n, c, oh, ow, rh, rw, fill), axis=[rh, rw]),
+        name=name,
+        tag=tag.POOL,
+        attrs=tag.attrs_for(tag.POOL),
+    )
+
+
+def max_pool2d(
+    x: Tensor,
+    pool_size: Any,
+    strides: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    name: str = "T_max_pool2d",
+) -> Tensor:
+    """The maximum over each window (see module docstring)."""
+    win = _Window("max_pool2d", x, pool_size, strides, padding, dilation, ceil_mode)
+    return _window_reduce(win, te.max, min_value(win.x.dtype), name)
+
+
+def avg_pool2d(
+    x: Tensor,
+    pool_size: Any,
+    strides: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    name: str = "T_avg_pool2d",
+) -> Tensor:
+    """The mean over each window (float tensors; see module docstring)."""
+    win = _Window("avg_pool2d", x, pool_size, strides, padding, 1, ceil_mode)
+    if not win.x.dtype.is_float:
+        raise IRError(f"avg_pool2d: tensor {win.x.name!r} has dtype {win.x.dtype}; expected float")
+    total = _window_reduce(win, te.sum, convert(0.0, win.x.dtype), f"{name}_sum")
+
+    def count(o: PrimExpr, s: int, p_lo: int, size: int, p_hi: int, k: int) -> PrimExpr:
+        start = o * s - p_lo
+        end = Min(start + k, convert(size + p_hi))
+        if count_include_pad:
+            return end - start
+        return Min(end, convert(size)) - Max(start, convert(0))
+
+    def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr) -> PrimExpr:
+        ch = count(oh, win.sh, win.pt, win.h, win.pb, win.kh)
+        cw = count(ow, win.sw, win.pl, win.w, win.pr, win.kw)
+        return total[n, c, oh, ow] / Cast(win.x.dtype, ch * cw)
+
+    return te.compute(
+        win.out_shape, f, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE)
+    )
+
+
+def global_avg_pool2d(x: Tensor, name: str = "T_global_avg_pool2d") -> Tensor:
+    """The mean over H and W of an NCHW tensor, keeping them as extent-1 axes."""
+    x = check_tensor("global_avg_pool2d", x)
+    if x.ndim != 4:
+        raise IRError(
+            f"global_avg_pool2d: tensor {x.name!r} must be NCHW (rank 4), has rank {x.ndim}"
+        )
+    return mean(x, axis=(2, 3), keepdims=True, name=name)

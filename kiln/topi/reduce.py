@@ -1,0 +1,121 @@
+"""Reductions: ``sum``, ``mean``, ``max`` and ``min`` over axes.
+
+``axis`` is None (every axis), an int or a list of ints; negative axes count from the end.
+``keepdims=True`` keeps each reduced axis with extent 1. The result has the input's dtype and
+accumulates in it (as TVM does; numpy widens integer sums). ``mean`` is the sum followed by an
+element-wise scaling by ``1 / count`` and takes float tensors only.
+
+Every reduction is a ``COMM_REDUCE`` compute whose ``attrs`` also record ``"reduce_dims"`` (the
+reduced input axes), ``"reduce_ndim"`` (the input's rank) and ``"keepdims"``; the default
+schedule reads them to tell whether the innermost input axis is reduced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln import te
+from kiln.te import Tensor
+from kiln.tir.expr import Cast, PrimExpr, convert
+from kiln.topi import tag
+from kiln.topi.utils import check_float, check_numeric, check_tensor, fconst, normalize_axes
+
+
+def _out_shape(x: Tensor, dims: tuple[int, ...], keepdims: bool) -> tuple[PrimExpr, ...]:
+    shape: list[PrimExpr] = []
+    for d, ext in enumerate(x.shape):
+        if d not in dims:
+            shape.append(ext)
+        elif keepdims:
+            shape.append(convert(1, ext.dtype))
+    return tuple(shape)
+
+
+def _input_index(
+    x: Tensor,
+    dims: tuple[int, ...],
+    keepdims: bool,
+    out_idx: tuple[PrimExpr, ...],
+    raxes: list[Any],
+) -> tuple[PrimExpr, ...]:
+    """The input index read for output ``out_idx`` and reduction axes ``raxes``."""
+    idx: list[PrimExpr] = []
+    it = iter(out_idx)
+    red = iter(raxes)
+    for d in range(x.ndim):
+        if d in dims:
+            idx.append(next(red))
+            if keepdims:
+                next(it)
+        else:
+            idx.append(next(it))
+    return tuple(idx)
+
+
+def reduce(
+    op: str, x: Tensor, axis: Any, keepdims: bool, reducer: te.Reducer, name: str | None
+) -> Tensor:
+    """``reducer`` over ``axis`` of ``x`` (see module docstring)."""
+    x = check_tensor(op, x)
+    check_numeric(op, x)
+    dims = normalize_axes(op, x, axis)
+    raxes = [te.reduce_axis((0, x.shape[d]), name=f"k{d}") for d in dims]
+    shape = _out_shape(x, dims, keepdims)
+    attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=dims, reduce_ndim=x.ndim, keepdims=keepdims)
+    if not raxes:  # numpy: reducing over no axis returns the values unchanged
+        return te.compute(
+            x.shape,
+            lambda *i: x[i],
+            name=name or f"T_{op}",
+            tag=tag.ELEMWISE,
+            attrs=tag.attrs_for(tag.ELEMWISE),
+        )
+
+    def body(*out_idx: PrimExpr) -> PrimExpr:
+        return reducer(x[_input_index(x, dims, keepdims, out_idx, raxes)], axis=raxes)
+
+    return te.compute(shape, body, name=name or f"T_{op}", tag=tag.COMM_REDUCE, attrs=attrs)
+
+
+def sum(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
+    """The sum over ``axis``."""
+    return reduce("sum", x, axis, keepdims, te.sum, name)
+
+
+def max(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
+    """The maximum over ``axis``."""
+    return reduce("max", x, axis, keepdims, te.max, name)
+
+
+def min(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
+    """The minimum over ``axis``."""
+    return reduce("min", x, axis, keepdims, te.min, name)
+
+
+def mean(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:
+    """The arithmetic mean over ``axis`` (float tensors): the sum, then a scaling by 1/count."""
+    x = check_tensor("mean", x)
+    check_float("mean", x)
+    dims = normalize_axes("mean", x, axis)
+    total = reduce("mean", x, dims, keepdims, te.sum, f"{name or 'T_mean'}_sum")
+    count = 1
+    for d in dims:
+        ext = x.shape[d]
+        count = count * ext if count != 1 else ext  # type: ignore[assignment]
+    scale = _reciprocal(count, x)
+    return te.compute(
+        total.shape,
+        lambda *i: total[i] * scale,
+        name=name or "T_mean",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+
+
+def _reciprocal(count: Any, x: Tensor) -> PrimExpr:
+    """``1 / count`` in ``x``'s dtype (``count`` may be symbolic; an empty reduction gives inf,
+    so its mean is NaN as in numpy)."""
+    value = count if isinstance(count, int) else getattr(count, "value", None)
+    if value is not None:
+        return fconst(1.0 / value if value else float("inf"), x.dtype)
+    return fconst(1.0, x.dtype) / Cast(x.dtype, count)

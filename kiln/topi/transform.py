@@ -1,0 +1,349 @@
+"""Injective operators that move data: ``transpose``, ``reshape``, ``concatenate``, ``split``,
+``pad``, ``strided_slice``, ``take`` and ``gather``.
+
+Every output element reads at most one input element through an index map (pad and concatenate
+choose between sources with `if_then_else`, which evaluates only the chosen side), so all of them
+are ``INJECTIVE``. Shapes must be constant where the output shape depends on them (reshape,
+slicing, split); errors name the operator and the tensor.
+
+Indices of ``take``/``gather`` are read at run time; ``mode`` says what an out-of-range index does:
+``"clip"`` (default) clamps it into ``[0, n - 1]`` (negative indices become 0), ``"wrap"`` takes
+it modulo ``n`` (so -1 is the last element, as in Python), ``"fast"`` trusts it (an out-of-range
+index reads outside the tensor: undefined behaviour, for indices already known to be valid).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln import te
+from kiln.errors import IRError
+from kiln.te import Tensor
+from kiln.tir.expr import Cast, FloorMod, Max, Min, PrimExpr, convert
+from kiln.topi import tag
+from kiln.topi.utils import (
+    as_operand,
+    check_tensor,
+    const_int,
+    const_shape,
+    normalize_axis,
+    prod,
+    show_shape,
+)
+
+
+def _injective(shape: Any, f: Any, name: str) -> Tensor:
+    return te.compute(shape, f, name=name, tag=tag.INJECTIVE, attrs=tag.attrs_for(tag.INJECTIVE))
+
+
+def transpose(x: Tensor, axes: Any = None, name: str = "T_transpose") -> Tensor:
+    """``x`` with its axes permuted (``axes=None`` reverses them), as ``numpy.transpose``."""
+    x = check_tensor("transpose", x)
+    n = x.ndim
+    perm = list(range(n))[::-1] if axes is None else list(axes)
+    perm = [normalize_axis("transpose", x, a) for a in perm]
+    if sorted(perm) != list(range(n)):
+        raise IRError(
+            f"transpose: axes {list(axes)} are not a permutation of the {n} axes of tensor "
+            f"{x.name!r}"
+        )
+    shape = tuple(x.shape[p] for p in perm)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        idx: list[PrimExpr] = [convert(0)] * n
+        for k, p in enumerate(perm):
+            idx[p] = i[k]
+        return x[tuple(idx)]
+
+    return _injective(shape, f, name)
+
+
+def _reshape_target(x: Tensor, newshape: Any) -> tuple[int, ...]:
+    size = prod(const_shape("reshape", x))
+    dims = [newshape] if isinstance(newshape, int) else list(newshape)
+    if any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
+        raise IRError(f"reshape: the new shape {newshape!r} must be a list of ints")
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise IRError(f"reshape: bad new shape {tuple(dims)} for tensor {x.name!r}")
+    known = prod(d for d in dims if d != -1)
+    if -1 in dims:
+        if known == 0 or size % known:
+            raise IRError(
+                f"reshape: cannot reshape tensor {x.name!r} of shape {show_shape(x)} "
+                f"({size} elements) into {tuple(dims)}"
+            )
+        dims[dims.index(-1)] = size // known
+    if prod(dims) != size:
+        raise IRError(
+            f"reshape: cannot reshape tensor {x.name!r} of shape {show_shape(x)} ({size} "
+            f"elements) into {tuple(dims)} ({prod(dims)} elements)"
+        )
+    return tuple(dims)
+
+
+def _unflatten(flat: PrimExpr, shape: tuple[int, ...]) -> tuple[PrimExpr, ...]:
+    """The row-major index of element ``flat`` in ``shape``."""
+    out: list[PrimExpr] = []
+    stride = prod(shape)
+    for d in shape:
+        stride //= d
+        v = flat // stride if stride > 1 else flat
+        out.append(FloorMod(v, convert(d, v.dtype)) if len(out) else v)
+    return tuple(out)
+
+
+def reshape(x: Tensor, newshape: Any, name: str = "T_reshape") -> Tensor:
+    """``x`` in ``newshape`` (row-major order; one dimension may be -1)."""
+    x = check_tensor("reshape", x)
+    dims = _reshape_target(x, newshape)
+    src = const_shape("reshape", x)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        flat: PrimExpr = convert(0)
+        for k, d in enumerate(dims):
+            flat = flat * d + i[k] if k else i[k]
+        return x[_unflatten(flat, src)] if src else x[()]
+
+    return _injective(dims, f, name)
+
+
+def concatenate(tensors: Any, axis: int = 0, name: str = "T_concat") -> Tensor:
+    """The tensors joined along ``axis`` (same dtype, same extent on every other axis)."""
+    items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if not items:
+        raise IRError("concatenate: needs at least one tensor")
+    items = [check_tensor("concatenate", t) for t in items]
+    first = items[0]
+    ax = normalize_axis("concatenate", first, axis)
+    sizes = []
+    for t in items:
+        _check_concat_peer(first, t, ax)
+        sizes.append(const_shape("concatenate", t)[ax])
+    shape = list(first.shape)
+    shape[ax] = convert(sum(sizes), first.shape[ax].dtype)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        offsets = [sum(sizes[:k]) for k in range(len(items))]
+        value: PrimExpr | None = None
+        for t, off in reversed(list(zip(items, offsets))):
+            idx = list(i)
+            idx[ax] = i[ax] - off
+            read = t[tuple(idx)]
+            value = (
+                read if value is None else te.if_then_else(i[ax] < off + t.shape[ax], read, value)
+            )
+        assert value is not None
+        return value
+
+    return _injective(tuple(shape), f, name)
+
+
+def _check_concat_peer(first: Tensor, t: Tensor, ax: int) -> None:
+    if t.ndim != first.ndim:
+        raise IRError(
+            f"concatenate: tensor {t.name!r} has rank {t.ndim} but tensor {first.name!r} has "
+            f"rank {first.ndim}"
+        )
+    if t.dtype != first.dtype:
+        raise IRError(
+            f"concatenate: tensor {t.name!r} has dtype {t.dtype} but tensor {first.name!r} has "
+            f"dtype {first.dtype}"
+        )
+    a, b = const_shape("concatenate", first), const_shape("concatenate", t)
+    if any(x != y for d, (x, y) in enumerate(zip(a, b)) if d != ax):
+        raise IRError(
+            f"concatenate: tensor {t.name!r} of shape {b} does not match tensor {first.name!r} "
+            f"of shape {a} outside axis {ax}"
+        )
+
+
+def strided_slice(
+    x: Tensor, begin: Any, end: Any, strides: Any = None, axes: Any = None, name: str = "T_slice"
+) -> Tensor:
+    """``x[begin:end:strides]`` per axis with Python/numpy slice rules (negative indices count
+    from the end, bounds are clamped, negative strides walk backwards). ``axes`` says which
+    axes ``begin``/``end``/``strides`` describe (default: the leading ones)."""
+    x = check_tensor("strided_slice", x)
+    shape = const_shape("strided_slice", x)
+    begin, end = list(begin), list(end)
+    strides = [1] * len(begin) if strides is None else list(strides)
+    which = list(range(len(begin))) if axes is None else list(axes)
+    if not len(begin) == len(end) == len(strides) == len(which):
+        raise IRError(
+            f"strided_slice: begin, end, strides and axes must have the same length, got "
+            f"{len(begin)}, {len(end)}, {len(strides)}, {len(which)} (tensor {x.name!r})"
+        )
+    starts, steps, lens = [0] * x.ndim, [1] * x.ndim, list(shape)
+    for b, e, s, a in zip(begin, end, strides, which):
+        d = normalize_axis("strided_slice", x, a)
+        if s == 0:
+            raise IRError(f"strided_slice: stride 0 on axis {d} of tensor {x.name!r}")
+        start, stop, step = slice(b, e, s).indices(shape[d])
+        starts[d], steps[d], lens[d] = start, step, len(range(start, stop, step))
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        return x[tuple(i[d] * steps[d] + starts[d] for d in range(x.ndim))]
+
+    return _injective(tuple(lens), f, name)
+
+
+def split(
+    x: Tensor, indices_or_sections: Any, axis: int = 0, name: str = "T_split"
+) -> list[Tensor]:
+    """``x`` cut along ``axis`` into equal sections (an int) or at the given indices, as
+    ``numpy.split``."""
+    x = check_tensor("split", x)
+    ax = normalize_axis("split", x, axis)
+    n = const_shape("split", x)[ax]
+    if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
+        k = indices_or_sections
+        if k <= 0 or n % k:
+            raise IRError(
+                f"split: axis {ax} of tensor {x.name!r} has extent {n}, which cannot be split "
+                f"into {k} equal sections"
+            )
+        cuts = [n // k * j for j in range(1, k)]
+    else:
+        cuts = [int(c) for c in indices_or_sections]
+    bounds = [0, *cuts, n]
+    out = []
+    for j, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        out.append(strided_slice(x, [lo], [max(lo, hi)], [1], [ax], name=f"{name}_{j}"))
+    return out
+
+
+def _pad_widths(x: Tensor, pad_width: Any) -> list[tuple[int, int]]:
+    if isinstance(pad_width, int):
+        pairs = [(pad_width, pad_width)] * x.ndim
+    else:
+        items = list(pad_width)
+        if len(items) == 2 and all(isinstance(v, int) for v in items):
+            pairs = [(items[0], items[1])] * x.ndim
+        else:
+            pairs = [tuple(p) for p in items]  # type: ignore[misc]
+    if len(pairs) != x.ndim or any(len(p) != 2 for p in pairs):
+        raise IRError(
+            f"pad: pad_width {pad_width!r} must give (before, after) for each of the {x.ndim} "
+            f"axes of tensor {x.name!r}"
+        )
+    if any(not isinstance(v, int) or v < 0 for p in pairs for v in p):
+        raise IRError(f"pad: pad widths must be non-negative ints, got {pad_width!r}")
+    return pairs  # type: ignore[return-value]
+
+
+def _grow(dim: PrimExpr, by: int) -> PrimExpr:
+    """``dim + by``, folded when ``dim`` is a constant."""
+    value = const_int(dim)
+    if value is not None:
+        return convert(value + by, dim.dtype)
+    return dim + by if by else dim
+
+
+def pad(x: Tensor, pad_width: Any, pad_value: Any = 0, name: str = "T_pad") -> Tensor:
+    """``x`` surrounded by ``pad_value`` (numpy ``pad_width``: an int, a (before, after) pair
+    for every axis, or one pair per axis)."""
+    x = check_tensor("pad", x)
+    pairs = _pad_widths(x, pad_width)
+    value = as_operand("pad", pad_value, x.dtype)
+    shape = tuple(_grow(d, b + a) for d, (b, a) in zip(x.shape, pairs))
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        conds = []
+        for k, (b, _) in enumerate(pairs):
+            if b:
+                conds.append(i[k] >= b)
+            if pairs[k][1]:
+                conds.append(i[k] < x.shape[k] + b)
+        read = x[tuple(i[k] - b if b else i[k] for k, (b, _) in enumerate(pairs))]
+        if not conds:
+            return read
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = cond & c
+        return te.if_then_else(cond, read, value)
+
+    return _injective(shape, f, name)
+
+
+def _index_value(v: PrimExpr, n: PrimExpr, mode: str) -> PrimExpr:
+    """The index read for index value ``v`` into an axis of extent ``n`` under ``mode``."""
+    v = Cast(n.dtype, v) if v.dtype != n.dtype else v
+    if mode == "clip":
+        return Min(Max(v, convert(0, n.dtype)), n - 1)
+    if mode == "wrap":
+        return FloorMod(v, n)
+    return v
+
+
+def _check_indices(op: str, indices: Any, mode: str) -> Tensor:
+    indices = check_tensor(op, indices, "indices")
+    if not indices.dtype.is_integer:
+        raise IRError(
+            f"{op}: indices tensor {indices.name!r} has dtype {indices.dtype}; expected an "
+            "integer dtype"
+        )
+    if mode not in ("clip", "wrap", "fast"):
+        raise IRError(f"{op}: mode must be 'clip', 'wrap' or 'fast', got {mode!r}")
+    return indices
+
+
+def take(
+    a: Tensor, indices: Tensor, axis: Any = None, mode: str = "clip", name: str = "T_take"
+) -> Tensor:
+    """``numpy.take(a, indices, axis)``: elements of ``a`` picked along ``axis`` (of the
+    flattened ``a`` when None) by an integer tensor; ``mode`` as in the module docstring."""
+    a = check_tensor("take", a)
+    indices = _check_indices("take", indices, mode)
+    if axis is None:
+        a = reshape(a, (-1,), name=f"{a.name}_flat")
+        axis = 0
+    ax = normalize_axis("take", a, axis)
+    shape = (*a.shape[:ax], *indices.shape, *a.shape[ax + 1 :])
+    k = indices.ndim
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        v = _index_value(indices[i[ax : ax + k]], a.shape[ax], mode)
+        return a[(*i[:ax], v, *i[ax + k :])]
+
+    return _injective(shape, f, name)
+
+
+def gather(
+    data: Tensor, axis: int, indices: Tensor, mode: str = "clip", name: str = "T_gather"
+) -> Tensor:
+    """``numpy.take_along_axis`` / ``torch.gather``: ``out[i] = data[i with i[axis] replaced by
+    indices[i]]``; ``indices`` has ``data``'s rank and its shape fits inside ``data``'s except
+    along ``axis``."""
+    data = check_tensor("gather", data)
+    indices = _check_indices("gather", indices, mode)
+    ax = normalize_axis("gather", data, axis)
+    if indices.ndim != data.ndim:
+        raise IRError(
+            f"gather: indices tensor {indices.name!r} has rank {indices.ndim} but data tensor "
+            f"{data.name!r} has rank {data.ndim}"
+        )
+    for d, (a, b) in enumerate(zip(data.shape, indices.shape)):
+        ca, cb = const_int(a), const_int(b)
+        if d != ax and ca is not None and cb is not None and cb > ca:
+            raise IRError(
+                f"gather: indices tensor {indices.name!r} has extent {cb} on axis {d}, more "
+                f"than data tensor {data.name!r} ({ca})"
+            )
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        v = _index_value(indices[i], data.shape[ax], mode)
+        return data[(*i[:ax], v, *i[ax + 1 :])]
+
+    return _injective(indices.shape, f, name)
+
+
+__all__ = [
+    "concatenate",
+    "gather",
+    "pad",
+    "reshape",
+    "split",
+    "strided_slice",
+    "take",
+    "transpose",
+]

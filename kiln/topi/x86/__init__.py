@@ -1,0 +1,30 @@
+"""CPU (x86) implementations and default schedules of the compute-heavy operators.
+
+`dense.matmul` / `dense.dense` / `dense.batch_matmul` (and `conv2d.conv2d_nchw`) compute the
+same values as `kiln.topi.nn`, as packed and padded stages that `schedule_matmul`
+(`schedule_conv2d_nchw`) turns into register-blocked, vectorized, parallel kernels. The
+schedules also accept the plain `kiln.topi.nn` computes (a simpler tiled schedule). Importing
+this package registers both with `kiln.topi.schedule_for` (see `register`).
+"""
+
+from kiln.topi.x86 import register as _register  # noqa: F401  (plugs into schedule_for)
+from kiln.topi.x86.conv2d import conv2d_nchw, schedule_conv2d_nchw
+from kiln.topi.x86.dense import (
+    batch_matmul,
+    dense,
+    matmul,
+    schedule_batch_matmul,
+    schedule_dense,
+    schedule_matmul,
+)
+
+__all__ = [
+    "batch_matmul",
+    "conv2d_nchw",
+    "dense",
+    "matmul",
+    "schedule_batch_matmul",
+    "schedule_conv2d_nchw",
+    "schedule_dense",
+    "schedule_matmul",
+]

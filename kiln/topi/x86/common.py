@@ -1,0 +1,138 @@
+"""Helpers the x86 schedules share: work estimates, fusing, explicit vectors, packing stages,
+epilogue inlining and finding the stage that hosts a register tile."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln import te
+from kiln.te import AxisVar, ComputeOp, Schedule, Stage
+from kiln.topi.tag import is_injective
+from kiln.topi.utils import const_int
+
+PARALLEL_MIN_WORK = 1 << 18
+"""Loop nests doing less work (multiply-adds or copies) than this run on one thread: starting an
+OpenMP parallel region costs microseconds."""
+
+PARALLEL_MIN_COPY = 1 << 16
+"""Copy stages (packing, padding) of fewer elements than this run on one thread."""
+
+EXPLICIT_VECTOR = "explicit_vector"
+"""The loop pragma asking the C emitter for explicit vector code
+(`kiln.target.codegen.c_vector`)."""
+
+
+def work_of(op: Any) -> int | None:
+    """Points in the iteration space of ``op`` (data and reduction axes); None if symbolic."""
+    total = 1
+    for axis in (*op.axis, *getattr(op, "reduce_axis", ())):
+        ext = const_int(axis.dom.extent) if axis.dom is not None else None
+        if ext is None:
+            return None
+        total *= ext
+    return total
+
+
+def worth_parallel(work: int | None) -> bool:
+    """True when a nest doing ``work`` should be split across threads."""
+    return work is None or work >= PARALLEL_MIN_WORK
+
+
+def fuse_axes(stage: Stage, axes: list[AxisVar]) -> AxisVar:
+    """Adjacent leaves ``axes`` fused into one loop (a single axis is returned as it is)."""
+    return stage.fuse(*axes) if len(axes) > 1 else axes[0]
+
+
+def pick_parallel(stage: Stage, loops: list[AxisVar]) -> AxisVar:
+    """The loop of ``loops`` (outermost first) to run in parallel: the first with at least 4
+    iterations, else the one with the most."""
+    extents = [_leaf_extent(stage, a) for a in loops]
+    for axis, ext in zip(loops, extents):
+        if ext is None or ext >= 4:
+            return axis
+    return max(zip(loops, extents), key=lambda p: p[1] or 0)[0]
+
+
+def _leaf_extent(stage: Stage, axis: AxisVar) -> int | None:
+    """The constant trip count of leaf ``axis`` (replaying the stage's splits), or None."""
+    from kiln.te.schedule import Split
+
+    extents = {a: const_int(a.dom.extent) if a.dom is not None else None for a in stage.op.axis}
+    for rel in stage.relations:
+        if isinstance(rel, Split) and rel.factor is not None:
+            ext, f = extents.get(rel.parent), const_int(rel.factor)
+            extents[rel.inner] = f
+            extents[rel.outer] = None if ext is None or f is None else -(-ext // f)
+    return extents.get(axis)
+
+
+def vectorize(stage: Stage, axis: AxisVar) -> None:
+    """Vectorize ``axis`` as explicit vector code."""
+    stage.vectorize(axis)
+    stage.pragma(axis, EXPLICIT_VECTOR)
+
+
+def schedule_pack(stage: Stage, work: int | None) -> None:
+    """A root copy stage (packing, padding): the axes before the last two fused and run in
+    parallel when the consumer is worth it, the last axis vectorized.
+
+    A stage whose attrs give a ``read_order`` (positions of the last two axes, ``(-1, -2)`` for
+    a transposing pack) gets its two innermost loops in that order instead, unvectorized, so it
+    reads its source contiguously.
+    NOTE: the second-to-last axis stays a loop of its own: fusing it too would put a division
+    and a modulo in every row's address.
+    """
+    if stage.attach_type != "root" or stage.is_inlined:
+        return
+    axes = list(stage.op.axis)
+    outer = axes[:-2] if len(axes) >= 3 else axes[:-1]
+    copies = work_of(stage.op)
+    order = (stage.op.attrs or {}).get("read_order")
+    if order is not None:
+        stage.reorder(*(axes[i] for i in order))
+    if outer and worth_parallel(work) and (copies is None or copies >= PARALLEL_MIN_COPY):
+        stage.parallel(fuse_axes(stage, outer))
+    if order is None:
+        vectorize(stage, axes[-1])
+
+
+def schedule_packs(sch: Schedule, t: Any, work: int | None) -> list[Stage]:
+    """`schedule_pack` for each ``no_inline`` input of ``t``'s compute; returns their stages."""
+    out = []
+    for src in t.op.input_tensors:
+        if isinstance(src.op, ComputeOp) and (src.op.attrs or {}).get("no_inline"):
+            schedule_pack(sch[src], work)
+            out.append(sch[src])
+    return out
+
+
+def create_with_inlined_epilogues(outs: Any) -> Schedule:
+    """A schedule of ``outs`` where every element-wise compute that is not an output (and not
+    marked ``no_inline``) is inlined into its readers."""
+    sch = te.create_schedule(outs)
+    for stage in sch.stages:
+        op = stage.op
+        if stage.is_output or not isinstance(op, ComputeOp) or op.reduce_axis:
+            continue
+        if is_injective(op) and not (op.attrs or {}).get("no_inline"):
+            stage.compute_inline()
+    return sch
+
+
+def tile_host(sch: Schedule, stage: Stage) -> Stage | None:
+    """The stage whose loops host the tiles of ``stage``: its only reader (epilogues inlined)
+    with the same rank; when inlining left several readers, the direct reader is computed at
+    the root again and hosts the tiles. None when no such stage exists."""
+    readers = sch.effective_readers(stage)
+    if len(readers) != 1:
+        direct = sch.readers(stage)
+        if len(direct) != 1 or not direct[0].is_inlined:
+            return None
+        direct[0].compute_root()
+        readers = [direct[0]]
+    host = readers[0]
+    if host.attach_type != "root" or len(host.op.axis) != len(stage.op.axis):
+        return None
+    if host.relations or any(not a.is_default for a in host.iter_attrs.values()):
+        return None
+    return host

@@ -1,0 +1,225 @@
+"""Matrix products for the CPU: packed computes and their register-blocked schedule.
+
+`matmul`, `dense` and `batch_matmul` here compute the same values as `kiln.topi.nn.dense`, in
+three stages that `schedule_matmul` turns into a kernel at about numpy/OpenBLAS speed:
+
+1. ``<name>_pack`` copies ``op(B)`` into column panels ``[panel, k, cols]`` (zero-padded to
+   whole panels), so the kernel reads ``cols`` consecutive values per ``k``. It is computed
+   once, at the root, in parallel; a B without its own batch is packed once for all batches.
+2. ``<name>_acc`` accumulates ``op(A) @ panels`` over a padded ``rows x cols`` grid: rows past
+   the end read the last row of A again (``min(i, n - 1)``), columns past the end multiply the
+   zero padding. Nothing in the kernel is guarded, so the schedule computes each ``rows x cols``
+   tile in registers: ``k`` outermost, rows unrolled, columns as explicit vectors (see
+   `kiln.target.codegen.c_vector`), every step one broadcast of A per row and one vector load
+   of the panel per vector, fused into ``rows * vectors`` FMAs.
+3. the output copies the tile out (adding the bias for `dense`), guarded at the edges; element-
+   wise epilogues (``relu(dense(...))``) are inlined into it by the schedule.
+
+Tiles come from `kiln.topi.x86.cpu.matmul_tile` (6 x 16 with AVX2). Loops: ``(batch, column
+panel, row tile)`` fused and run in parallel, the tile computed at that loop, so each thread
+walks down one column panel (which stays in L2) while A streams through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln import te
+from kiln.te import Schedule, Stage, Tensor
+from kiln.tir.expr import Min, convert
+from kiln.topi.nn.dense import (
+    BATCH_MATMUL,
+    DENSE,
+    MATMUL,
+    MatmulDims,
+    check_bias,
+    matmul_dims,
+    read_a,
+)
+from kiln.topi.nn.dense import batch_matmul as nn_batch_matmul
+from kiln.topi.nn.dense import dense as nn_dense
+from kiln.topi.nn.dense import matmul as nn_matmul
+from kiln.topi.tag import Pattern, attrs_for
+from kiln.topi.utils import const_int
+from kiln.topi.x86 import common
+from kiln.topi.x86.cpu import Tile, matmul_tile, round_up
+
+ACC_TAG = "x86_matmul"
+"""Tag of the accumulation stage (the anchor `schedule_matmul` looks for)."""
+
+
+def _const_dims(dims: MatmulDims) -> tuple[int, ...] | None:
+    values = [const_int(d) for d in (*dims.batch, dims.n, dims.m, dims.k)]
+    return None if any(v is None for v in values) else tuple(v for v in values if v is not None)
+
+
+def _pack_b(b: Tensor, dims: MatmulDims, tile: Tile, trans: bool, name: str) -> Tensor:
+    m, k, cols = const_int(dims.m), dims.k, tile.cols
+    assert m is not None
+    panels = round_up(m, cols) // cols
+    lead = dims.batch if dims.b_batch else ()
+
+    def body(*idx: Any) -> Any:
+        bi, p, kk, c = idx[: len(lead)], idx[-3], idx[-2], idx[-1]
+        j = p * cols + c
+        full = (*bi, j, kk) if trans else (*bi, kk, j)
+        value = b[full] if dims.b_batch or not dims.batch else b[(0, *full)]
+        if m % cols == 0:
+            return value
+        return te.if_then_else(j < m, value, convert(0.0, b.dtype) if b.dtype.is_float else 0)
+
+    attrs = attrs_for("injective", Pattern.INJECTIVE, no_inline=True, read_order=(-1, -2))
+    if not trans:
+        del attrs["read_order"]
+    return te.compute((*lead, panels, k, cols), body, name=f"{name}_pack", attrs=attrs)
+
+
+def _accumulate(
+    a: Tensor, packed: Tensor, dims: MatmulDims, tile: Tile, trans: bool, name: str
+) -> Tensor:
+    n = const_int(dims.n)
+    assert n is not None
+    rows_p = round_up(n, tile.rows)
+    cols_p = packed.shape[-3] * tile.cols
+    k = te.reduce_axis((0, dims.k), name="k")
+    nb = len(dims.batch)
+
+    def body(*idx: Any) -> Any:
+        lead, i, j = idx[:nb], idx[nb], idx[nb + 1]
+        row = i if n % tile.rows == 0 else Min(i, convert(n - 1, i.dtype))
+        x = read_a(a, dims, lead, row, k, trans)
+        p_lead = lead if dims.b_batch else ()
+        y = packed[(*p_lead, j // tile.cols, k, j % tile.cols)]
+        return te.sum(x * y, axis=k)
+
+    attrs = attrs_for(ACC_TAG, Pattern.OUT_ELEMWISE_FUSABLE, tile=tile)
+    shape = (*dims.batch, rows_p, cols_p)
+    return te.compute(shape, body, name=f"{name}_acc", tag=ACC_TAG, attrs=attrs)
+
+
+def _packed_product(
+    op: str, a: Any, b: Any, ta: bool, tb: bool, bias: Any, name: str
+) -> Tensor | None:
+    """The three-stage product, or None when a shape is symbolic (use the plain compute)."""
+    dims = matmul_dims(op, a, b, ta, tb)
+    if _const_dims(dims) is None:
+        return None
+    n, m = const_int(dims.n), const_int(dims.m)
+    assert n is not None and m is not None
+    tile = matmul_tile(n, m, a.dtype)
+    acc = _accumulate(a, _pack_b(b, dims, tile, tb, name), dims, tile, ta, name)
+    bias_t = None if bias is None else check_bias(op, bias, dims.m, a.dtype)
+    nb = len(dims.batch)
+
+    def body(*idx: Any) -> Any:
+        value = acc[idx]
+        return value if bias_t is None else value + bias_t[idx[nb + 1]]
+
+    # NOTE: the copy-out is injective; the anchor graph-level fusion sees is the accumulation.
+    attrs = attrs_for(op, Pattern.INJECTIVE, transpose_a=ta, transpose_b=tb)
+    return te.compute((*dims.batch, dims.n, dims.m), body, name=name, tag=op, attrs=attrs)
+
+
+def matmul(
+    a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: str = "matmul"
+) -> Tensor:
+    """``op(a) @ op(b)`` as packed CPU stages (the plain compute when a shape is symbolic)."""
+    out = _packed_product(MATMUL, a, b, transpose_a, transpose_b, None, name)
+    return out if out is not None else nn_matmul(a, b, transpose_a, transpose_b, name)
+
+
+def batch_matmul(
+    a: Any,
+    b: Any,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    name: str = "batch_matmul",
+) -> Tensor:
+    """Batched ``op(a) @ op(b)`` as packed CPU stages (plain when a shape is symbolic)."""
+    out = _packed_product(BATCH_MATMUL, a, b, transpose_a, transpose_b, None, name)
+    return out if out is not None else nn_batch_matmul(a, b, transpose_a, transpose_b, name)
+
+
+def dense(x: Any, w: Any, bias: Any = None, name: str = "dense") -> Tensor:
+    """``x @ w.T (+ bias)`` as packed CPU stages (plain when a shape is symbolic)."""
+    out = _packed_product(DENSE, x, w, False, True, bias, name)
+    return out if out is not None else nn_dense(x, w, bias, name)
+
+
+# -- schedules -----------------------------------------------------------------------------------
+def tile_loops(stage: Stage, rows: int, cols: int, work: int | None) -> tuple[Any, Any, Any]:
+    """Split the last two axes of ``stage`` into ``rows x cols`` tiles; returns the innermost
+    tile loop (where a tile is computed), the unrolled row loop and the column loop.
+
+    Column panels are outside row tiles (a packed panel then stays in cache while A streams
+    through) unless there are fewer than 4 of them; the first tile loop (batch included) with
+    at least 4 iterations runs in parallel.
+    NOTE: tile loops are not fused for parallelism: TE's bound inference cannot prove a
+    ``fused % n`` tile inside the tensor and would guard every access of the kernel.
+    """
+    *batch, i, j = stage.op.axis
+    jo, ji = stage.split(j, factor=cols)
+    io, ii = stage.split(i, factor=rows)
+    panels = const_int(j.dom.extent)
+    order = [jo, io] if panels is None or panels >= 4 * cols else [io, jo]
+    stage.reorder(*batch, *order, ii, ji)
+    if common.worth_parallel(work):
+        stage.parallel(common.pick_parallel(stage, [*batch, *order]))
+    stage.unroll(ii)
+    common.vectorize(stage, ji)
+    return order[-1], ii, ji
+
+
+def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
+    """Tile ``out`` (the stage reading the accumulation ``acc``) and compute ``acc`` per tile;
+    returns the stages it scheduled."""
+    tile: Tile = acc.op.attrs["tile"]
+    work = common.work_of(acc.op)
+    at, _, _ = tile_loops(out, tile.rows, tile.cols, work)
+    a_stage = sch[acc]
+    a_stage.compute_at(out, at)
+    *_, ci, cj = acc.op.axis
+    a_stage.reorder(acc.op.reduce_axis[0], ci, cj)
+    a_stage.unroll(ci)
+    common.vectorize(a_stage, cj)
+    return [out, a_stage, *common.schedule_packs(sch, acc, work)]
+
+
+def schedule_plain(sch: Schedule, c: Tensor) -> list[Stage]:
+    """A register-tiled schedule for the plain reduction of `kiln.topi.nn.dense` (correct for
+    every shape; edges that do not divide the tile are guarded inside the kernel)."""
+    stage = sch[c]
+    cl = sch.cache_write(c, "local")
+    *_, i, j = stage.op.axis
+    n, m = (const_int(x.dom.extent) or 1 for x in (i, j))
+    tile = matmul_tile(n, m, c.dtype)
+    at, _, _ = tile_loops(stage, tile.rows, tile.cols, common.work_of(cl.op))
+    local = sch[cl]
+    local.compute_at(stage, at)
+    *_, ci, cj = cl.op.axis
+    local.reorder(cl.op.reduce_axis[0], ci, cj)
+    local.unroll(ci)
+    common.vectorize(local, cj)
+    return [stage, local]
+
+
+PLAIN_TAGS = (MATMUL, DENSE, BATCH_MATMUL)
+
+
+def schedule_matmul(outs: Any) -> Schedule:
+    """The CPU schedule of matrix products (packed ones from this module, plain ones from
+    `kiln.topi.nn.dense`) with their element-wise epilogues inlined."""
+    sch = common.create_with_inlined_epilogues(outs)
+    for stage in list(sch.stages):
+        op = stage.op
+        if op.tag == ACC_TAG:
+            reader = common.tile_host(sch, stage)
+            if reader is not None:
+                schedule_packed(sch, op.output(0), reader)
+        elif op.tag in PLAIN_TAGS and getattr(op, "reduce_axis", ()) and stage.is_output:
+            schedule_plain(sch, op.output(0))
+    return sch
+
+
+schedule_dense = schedule_matmul
+schedule_batch_matmul = schedule_matmul

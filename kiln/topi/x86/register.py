@@ -1,0 +1,47 @@
+"""Plugs the x86 schedules into `kiln.topi.schedule_for` (`kiln.topi.generic` registry).
+
+`schedule_for` inlines element-wise stages first, then calls the schedule registered for each
+anchor's tag: the accumulation stages of `kiln.topi.x86` computes, and the plain reductions of
+`kiln.topi.nn` matrix products and convolutions. Each adapter marks the stages it placed as
+done. Importing `kiln.topi.x86` registers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kiln.te import Schedule, Stage, Tensor
+from kiln.topi.generic.common import ScheduleContext, register_schedule
+from kiln.topi.x86 import common
+from kiln.topi.x86.conv2d import ACC_TAG as CONV_ACC_TAG
+from kiln.topi.x86.conv2d import CONV2D
+from kiln.topi.x86.conv2d import schedule_packed as conv_packed
+from kiln.topi.x86.conv2d import schedule_plain as conv_plain
+from kiln.topi.x86.dense import ACC_TAG as MATMUL_ACC_TAG
+from kiln.topi.x86.dense import PLAIN_TAGS
+from kiln.topi.x86.dense import schedule_packed as matmul_packed
+from kiln.topi.x86.dense import schedule_plain as matmul_plain
+
+Packed = Callable[[Schedule, Tensor, Stage], list[Stage]]
+Plain = Callable[[Schedule, Tensor], list[Stage]]
+
+
+def _packed(tag: str, fn: Packed) -> None:
+    @register_schedule(tag)
+    def schedule(sch: Schedule, acc: Tensor, ctx: ScheduleContext) -> None:
+        host = common.tile_host(sch, sch[acc])
+        if host is not None:
+            ctx.done.update(fn(sch, acc, host))
+
+
+def _plain(tag: str, fn: Plain) -> None:
+    @register_schedule(tag)
+    def schedule(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
+        ctx.done.update(fn(sch, t))
+
+
+_packed(MATMUL_ACC_TAG, matmul_packed)
+_packed(CONV_ACC_TAG, conv_packed)
+for _tag in PLAIN_TAGS:
+    _plain(_tag, matmul_plain)
+_plain(CONV2D, conv_plain)

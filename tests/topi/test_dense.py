@@ -1,0 +1,222 @@
+"""Matrix products: `topi.nn` / `topi.x86` matmul, dense and batch_matmul against numpy, the
+x86 schedules (packed and plain computes, epilogues, registry), the generated kernel, and errors.
+
+Builds dominate the run time, so each test puts several products into one function.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kiln import te, tir, topi
+from kiln.errors import IRError
+from kiln.topi import x86
+from kiln.topi.x86.dense import ACC_TAG
+from tests.topi.conftest import shape_of
+
+
+def _compile(sch: te.Schedule, args: list[Any]) -> Any:
+    from kiln.driver import build
+
+    func = te.lower(sch, args)
+    assert tir.verify_well_formed(func) == []
+    return build(func, target="c")
+
+
+def _run(sch: te.Schedule, inputs: list[Any], outs: list[Any], *arrays: np.ndarray) -> list[Any]:
+    results = [np.zeros(shape_of(t), dtype=str(t.dtype)) for t in outs]
+    _compile(sch, [*inputs, *outs])["main"](*arrays, *results)
+    return results
+
+
+def _operands(n: int, m: int, k: int, ta: bool, tb: bool, tag: str) -> tuple[Any, Any]:
+    a = te.placeholder((k, n) if ta else (n, k), name=f"A{tag}")
+    b = te.placeholder((m, k) if tb else (k, m), name=f"B{tag}")
+    return a, b
+
+
+def _rand(rng: np.random.Generator, t: Any) -> np.ndarray:
+    return rng.standard_normal(shape_of(t)).astype(str(t.dtype))
+
+
+def _t(x: np.ndarray, flag: bool) -> np.ndarray:
+    return np.swapaxes(x, -1, -2) if flag else x
+
+
+FLAGS = [(False, False), (False, True), (True, False), (True, True)]
+
+
+@pytest.mark.parametrize("make", [x86.matmul, topi.nn.matmul], ids=["x86", "plain"])
+def test_matmul_odd_shapes_and_transposes(make: Any, rng: np.random.Generator) -> None:
+    shapes = [(1, 1, 1), (17, 33, 65), (7, 5, 3), (6, 16, 4), (13, 40, 9)]
+    inputs, outs, want = [], [], []
+    for s, (n, m, k) in enumerate(shapes):
+        for f, (ta, tb) in enumerate(FLAGS):
+            a, b = _operands(n, m, k, ta, tb, f"{s}_{f}")
+            inputs += [a, b]
+            outs.append(make(a, b, ta, tb, name=f"C{s}_{f}"))
+    arrays = [_rand(rng, t) for t in inputs]
+    for j in range(0, len(arrays), 2):
+        (ta, tb) = FLAGS[(j // 2) % 4]
+        want.append(_t(arrays[j], ta) @ _t(arrays[j + 1], tb))
+    got = _run(x86.schedule_matmul(outs), inputs, outs, *arrays)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_bias_relu_epilogue_float64_and_int32(rng: np.random.Generator) -> None:
+    x, w, bias = (
+        te.placeholder(s, name=n) for s, n in [((19, 23), "x"), ((37, 23), "w"), ((37,), "b")]
+    )
+    y = x86.dense(x, w, bias)
+    r = te.compute(y.shape, lambda i, j: tir.Max(y[i, j], tir.const(0.0)), name="relu")
+    x64, w64 = te.placeholder((9, 5), "float64", "x64"), te.placeholder((3, 5), "float64", "w64")
+    plain = topi.nn.dense(x64, w64)
+    xi, wi = te.placeholder((7, 30), "int32", "xi"), te.placeholder((30, 21), "int32", "wi")
+    ints = x86.matmul(xi, wi)
+    inputs = [x, w, bias, x64, w64, xi, wi]
+    arrays = [_rand(rng, t) for t in inputs[:5]]
+    arrays += [rng.integers(-50, 50, shape_of(t)).astype("int32") for t in (xi, wi)]
+    outs = [r, plain, ints]
+    got = _run(x86.schedule_dense(outs), inputs, outs, *arrays)
+    xv, wv, bv = arrays[:3]
+    np.testing.assert_allclose(got[0], np.maximum(xv @ wv.T + bv, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], arrays[3] @ arrays[4].T, rtol=1e-12)
+    np.testing.assert_array_equal(got[2], arrays[5] @ arrays[6])
+
+
+@pytest.mark.parametrize("make", [x86.batch_matmul, topi.nn.batch_matmul], ids=["x86", "plain"])
+def test_batch_matmul_with_transposes_and_broadcast(make: Any, rng: np.random.Generator) -> None:
+    cases = [((3, 17, 9), (3, 9, 20), False, False), ((2, 9, 5), (2, 7, 9), True, True)]
+    cases.append(((1, 6, 11), (4, 11, 18), False, False))
+    cases.append(((4, 6, 11), (1, 18, 11), False, True))
+    inputs, outs = [], []
+    for c, (sa, sb, ta, tb) in enumerate(cases):
+        a, b = te.placeholder(sa, name=f"A{c}"), te.placeholder(sb, name=f"B{c}")
+        inputs += [a, b]
+        outs.append(make(a, b, ta, tb, name=f"C{c}"))
+    arrays = [_rand(rng, t) for t in inputs]
+    got = _run(x86.schedule_batch_matmul(outs), inputs, outs, *arrays)
+    for c, (_, _, ta, tb) in enumerate(cases):
+        want = _t(arrays[2 * c], ta) @ _t(arrays[2 * c + 1], tb)
+        np.testing.assert_allclose(got[c], want, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_shapes_use_the_plain_compute(rng: np.random.Generator) -> None:
+    n = te.size_var("n")
+    a, b = te.placeholder((n, 12), name="A"), te.placeholder((12, 10), name="B")
+    c = x86.matmul(a, b)
+    assert c.op.tag == "matmul" and c.op.reduce_axis
+    mod = _compile(x86.schedule_matmul(c), [a, b, c])
+    av, bv = rng.standard_normal((5, 12), "float32"), rng.standard_normal((12, 10), "float32")
+    out = np.zeros((5, 10), "float32")
+    mod["main"](av, bv, out)
+    np.testing.assert_allclose(out, av @ bv, rtol=1e-4, atol=1e-4)
+
+
+def test_registered_with_schedule_for(rng: np.random.Generator) -> None:
+    x, w = te.placeholder((10, 8), name="x"), te.placeholder((20, 8), name="w")
+    b = te.placeholder((20,), name="b")
+    y = topi.relu(x86.dense(x, w))
+    plain = topi.nn.dense(x, w, b, name="plain")
+    sch = topi.schedule_for([y, plain])
+    acc = next(s for s in sch.stages if s.op.tag == ACC_TAG)
+    assert acc.attach_type == "scope"
+    assert any(s.scope == "local" for s in sch.stages)  # the plain product's register tile
+    xv, wv, bv = (_rand(rng, t) for t in (x, w, b))
+    got = _run(sch, [x, w, b], [y, plain], xv, wv, bv)
+    np.testing.assert_allclose(got[0], np.maximum(xv @ wv.T, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], xv @ wv.T + bv, rtol=1e-4, atol=1e-4)
+
+
+def _hot_loop(asm: str) -> list[str]:
+    """The innermost loop (from a backward jump's target to the jump) with the most FMAs."""
+    lines = []
+    for line in asm.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\t", line)
+        if m:
+            lines.append((int(m.group(1), 16), line))
+    loops = []
+    for addr, line in lines:
+        jump = re.search(r"\tj[a-z]+\s+([0-9a-f]+) <", line)
+        if jump and int(jump.group(1), 16) < addr:
+            start = int(jump.group(1), 16)
+            loops.append([x for a, x in lines if start <= a <= addr])
+    return max(loops, key=lambda body: sum("vfmadd" in x for x in body))
+
+
+def test_kernel_is_register_blocked_vector_code() -> None:
+    a, b = te.placeholder((48, 64), name="A"), te.placeholder((64, 80), name="B")
+    c = x86.matmul(a, b)
+    mod = _compile(x86.schedule_matmul(c), [a, b, c])
+    src = mod.inspect_source()
+    kernel = src[src.index("matmul_acc_data[") :]
+    assert "kiln_float32x" in kernel  # explicit GCC vectors, not an `omp simd` loop
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump is not installed; the C-level check above still ran")
+    asm = subprocess.run([objdump, "-d", str(mod.path)], capture_output=True, text=True).stdout
+    hot = _hot_loop(asm)
+    tile = c.op.input_tensors[0].op.attrs["tile"]
+    assert sum("vfmadd" in x for x in hot) >= tile.rows * tile.vectors
+    assert not [x for x in hot if "rsp" in x], "accumulators spilled:\n" + "\n".join(hot)
+
+
+def _err(fn: Any, *parts: str) -> None:
+    with pytest.raises(IRError) as info:
+        fn()
+    for p in parts:
+        assert p in str(info.value), str(info.value)
+
+
+def test_bad_input_names_operator_and_tensor() -> None:
+    a, b = te.placeholder((4, 3), name="lhs"), te.placeholder((5, 6), name="rhs")
+    _err(lambda: x86.matmul(a, b), "matmul", "inner dimensions", "'lhs'", "'rhs'")
+    _err(lambda: topi.nn.matmul(a, b, transpose_a=True), "matmul", "'lhs'")
+    _err(lambda: topi.nn.dense(a, te.placeholder((2, 4), name="w")), "dense", "'w'")
+    v = te.placeholder((3,), name="vec")
+    _err(lambda: topi.nn.matmul(v, b), "matmul", "'vec'", "rank 2")
+    i = te.placeholder((3, 5), "int32", name="ints")
+    _err(lambda: topi.nn.matmul(i, b), "matmul", "'ints'", "'rhs'", "dtypes")
+    w = te.placeholder((6, 3), name="w")
+    _err(lambda: x86.dense(a, w, te.placeholder((5,), name="bias")), "dense", "'bias'", "(6,)")
+    p, q = te.placeholder((2, 3, 4), name="p"), te.placeholder((3, 4, 5), name="q")
+    _err(lambda: topi.nn.batch_matmul(p, q), "batch_matmul", "batch sizes", "'p'", "'q'")
+
+
+def test_explicit_vector_code_chunks_masks_and_fallback(rng: np.random.Generator) -> None:
+    """The emitter paths the kernels rely on (`kiln.target.codegen.c_vector`): chunks of the
+    native width plus power-of-two and scalar remainders, ramps folded through // and %, a
+    per-lane guard as a masked store that reads arguments only in active lanes, and the
+    `omp simd` fallback for a per-lane choice between loads."""
+    a, b = te.placeholder((5, 13), name="a"), te.placeholder((13,), name="b")
+    c = te.compute((5, 13), lambda i, j: a[i, j] * tir.const(2.0) + b[j], name="c")
+    q = te.placeholder((24,), name="q")
+    d = te.compute((2, 12), lambda i, j: q[i * 12 + j // 12 * 12 + j % 12], name="d")
+    f = te.compute((3,), lambda i: q[i] + tir.const(1.0), name="f")
+    e = te.compute((5, 13), lambda i, j: te.if_then_else(j < 7, a[i, j], b[j]), name="e")
+    sch = te.create_schedule([c, d, e, f])
+    for t, factor in ((c, 8), (e, 8)):
+        _, ji = sch[t].split(t.op.axis[1], factor=factor)
+        sch[t].vectorize(ji)
+        sch[t].pragma(ji, "explicit_vector")
+    for t in (d, f):  # 12 lanes: 8 + 4; 3 lanes: 2 + 1 (a scalar statement)
+        sch[t].vectorize(t.op.axis[-1])
+        sch[t].pragma(t.op.axis[-1], "explicit_vector")
+    mod = _compile(sch, [a, b, q, c, d, e, f])
+    av, bv, qv = (_rand(rng, t) for t in (a, b, q))
+    outs = [np.zeros(shape_of(t), "float32") for t in (c, d, e, f)]
+    mod["main"](av, bv, qv, *outs)
+    np.testing.assert_allclose(outs[0], av * 2 + bv, rtol=1e-6)
+    np.testing.assert_array_equal(outs[1], qv.reshape(2, 12))
+    np.testing.assert_array_equal(outs[2], np.where(np.arange(13) < 7, av, bv))
+    np.testing.assert_allclose(outs[3], qv[:3] + 1, rtol=1e-6)
+    src = mod.inspect_source()
+    assert "if (kiln_m" in src  # the masked store of c's ragged last chunk
+    assert "#pragma omp simd" in src  # e falls back: both sides of its choice are loads

@@ -1,0 +1,138 @@
+"""The default schedules' structure: vectorized and parallel loops where they pay, fused
+prologues and epilogues, per-row scratch only for softmax / layer_norm, the registry, the graph
+helpers (rfactor, recompute_for) and `build_op`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kiln import te, tir, topi
+from kiln.errors import IRError
+from kiln.topi.generic import recompute_for, rfactor
+from kiln.topi.generic.common import SCHEDULES, ScheduleContext
+from tests.topi.conftest import allocations_of, loops_of
+
+
+def _lower(outs, inputs):
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    return te.lower(topi.schedule_for(outs), [*inputs, *outs])
+
+
+def _kinds(func) -> list[tir.ForKind]:
+    return [lp.kind for lp in loops_of(func)]
+
+
+def _alloc_elems(func) -> list[int]:
+    out = []
+    for a in allocations_of(func):
+        n = 1
+        for e in a.extents:
+            n *= e.value
+        out.append(n)
+    return out
+
+
+def test_injective_vectorizes_and_parallelizes_big_tensors() -> None:
+    x = te.placeholder((256, 1024), name="x")
+    f = _lower(topi.exp(x), [x])
+    vec = [lp for lp in loops_of(f) if lp.kind == tir.ForKind.VECTORIZED]
+    assert len(vec) == 1 and vec[0].extent.value == 16
+    assert _kinds(f).count(tir.ForKind.PARALLEL) == 1
+    small = te.placeholder((3, 5), name="s")
+    g = _lower(topi.exp(small), [small])
+    assert tir.ForKind.PARALLEL not in _kinds(g)
+
+
+def test_prologue_is_inlined_into_the_reduction() -> None:
+    n = 1 << 20
+    x = te.placeholder((n,), name="x")
+    s = topi.sum(topi.relu(topi.add(topi.multiply(x, 2.0), 1.0)))
+    f = _lower(s, [x])
+    assert max(_alloc_elems(f)) <= 64 * 16  # partial sums only, no full-size temporary
+    assert tir.ForKind.PARALLEL in _kinds(f) and tir.ForKind.VECTORIZED in _kinds(f)
+
+
+def test_mean_epilogue_hosts_the_reduction() -> None:
+    x = te.placeholder((300, 500), name="x")
+    f = _lower(topi.mean(x, axis=1), [x])
+    assert max(_alloc_elems(f)) <= 16
+    g = _lower(topi.mean(x, axis=0), [x])
+    assert max(_alloc_elems(g)) <= 16
+
+
+@pytest.mark.parametrize("which", ["log_softmax", "layer_norm"])
+def test_row_operators_use_per_row_scratch_only(which: str) -> None:
+    x = te.placeholder((128, 1024), name="x")
+    y = getattr(topi.nn, which)(x)
+    f = _lower(y, [x])
+    assert max(_alloc_elems(f)) <= 16
+    assert _kinds(f).count(tir.ForKind.PARALLEL) == 1
+    assert _kinds(f).count(tir.ForKind.VECTORIZED) >= 4
+
+
+def test_softmax_keeps_exp_once_and_row_values_in_scratch() -> None:
+    x = te.placeholder((128, 1024), name="x")
+    f = _lower(topi.nn.softmax(x), [x])
+    sizes = sorted(_alloc_elems(f))
+    assert sizes[-1] == 128 * 1024 and sizes[-2] <= 16  # exp(x - max), then per-row values
+    assert _kinds(f).count(tir.ForKind.PARALLEL) == 2
+
+
+def test_register_schedule_dispatches_on_tag(rng) -> None:
+    seen = []
+
+    def custom(sch, t, ctx: ScheduleContext) -> None:
+        seen.append(t.name)
+        sch[t].parallel(sch[t].op.axis[0])
+        ctx.done.add(sch[t])
+
+    topi.register_schedule("test_custom_tag")(custom)
+    try:
+        x = te.placeholder((64, 8), name="x")
+        k = te.reduce_axis((0, 8), name="k")
+        y = te.compute((64,), lambda i: te.sum(x[i, k], axis=k), name="y", tag="test_custom_tag")
+        f = topi.build_op(y, [x, y])
+        assert seen == ["y"]
+        a, out = rng.standard_normal((64, 8)).astype("float32"), np.zeros(64, "float32")
+        f(a, out)
+        np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)
+    finally:
+        SCHEDULES.pop("test_custom_tag")
+
+
+def test_rfactor_and_recompute_for_preconditions() -> None:
+    x = te.placeholder((4, 50), name="x")
+    y = topi.exp(x)
+    sch = te.create_schedule(y)
+    with pytest.raises(IRError, match=r"rfactor: 'T_exp' is not a reduction"):
+        rfactor(sch, y, 16)
+    s = topi.sum(x, 1)
+    sch = te.create_schedule(s)
+    sch[s].parallel(s.op.axis[0])
+    with pytest.raises(IRError, match=r"rfactor: stage 'T_sum' is already scheduled"):
+        rfactor(sch, s, 16)
+    with pytest.raises(IRError, match=r"recompute_for: 'x' is a placeholder"):
+        recompute_for(sch, s, [x])
+
+
+def test_rfactor_with_parts_and_tail_by_hand(rng) -> None:
+    x = te.placeholder((3, 1000), name="x")
+    s = topi.max(x, axis=1)
+    sch = te.create_schedule(s)
+    rf = rfactor(sch, s, 16, parts=3)
+    assert rf.shape[-2].value == 3 and rf.shape[-1].value == 16
+    from kiln.driver import build
+
+    f = build(te.lower(sch, [x, s]))["main"]
+    a, out = rng.standard_normal((3, 1000)).astype("float32"), np.zeros(3, "float32")
+    f(a, out)
+    np.testing.assert_array_equal(out, a.max(1))
+
+
+def test_schedule_for_rejects_non_compute_outputs() -> None:
+    x = te.placeholder((3,), name="x")
+    with pytest.raises(IRError, match=r"schedule_for: outputs must be computed te.Tensors"):
+        topi.schedule_for(x)
+    with pytest.raises(IRError, match=r"schedule_for: needs at least one output"):
+        topi.schedule_for([])

@@ -1,0 +1,159 @@
+"""Data-movement operators against numpy (several outputs per build), index modes of take and
+gather, and the errors for bad shapes, axes and indices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kiln import te, topi
+from kiln.errors import IRError
+from kiln.topi import Pattern, pattern_of
+from tests.topi.conftest import run
+
+
+def test_transpose_reshape_pad_slice(rng) -> None:
+    x = te.placeholder((4, 6, 10), name="x")
+    outs = [
+        topi.transpose(x),
+        topi.transpose(x, (1, -1, 0)),
+        topi.reshape(x, (-1, 8)),
+        topi.reshape(x, (240,)),
+        topi.reshape(x, (2, 2, 3, 2, 10)),
+        topi.pad(x, ((1, 0), (0, 2), (3, 1)), pad_value=-1.5),
+        topi.pad(x, 1),
+        topi.strided_slice(x, [1, -1, 2], [3, -7, 9], [1, -2, 3]),
+        topi.strided_slice(x, [-100, 0], [100, 6], [2, 5]),
+        topi.strided_slice(x, [5], [9], axes=[2]),
+    ]
+    a = rng.standard_normal((4, 6, 10)).astype("float32")
+    got = run(outs, [x], a)
+    want = [
+        a.T,
+        a.transpose(1, 2, 0),
+        a.reshape(-1, 8),
+        a.reshape(240),
+        a.reshape(2, 2, 3, 2, 10),
+        np.pad(a, ((1, 0), (0, 2), (3, 1)), constant_values=-1.5),
+        np.pad(a, 1),
+        a[1:3, -1:-7:-2, 2:9:3],
+        a[-100:100:2, 0:6:5],
+        a[:, :, 5:9],
+    ]
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+
+
+def test_concatenate_and_split(rng) -> None:
+    a_t = te.placeholder((3, 5), name="a")
+    b_t = te.placeholder((2, 5), name="b")
+    c_t = te.placeholder((3, 4), name="c")
+    parts = topi.split(a_t, 5, axis=1) + topi.split(a_t, [1, 2], axis=0)
+    outs = [
+        topi.concatenate([a_t, b_t, a_t], axis=0),
+        topi.concatenate([a_t, c_t], axis=-1),
+        *parts,
+    ]
+    a = rng.standard_normal((3, 5)).astype("float32")
+    b = rng.standard_normal((2, 5)).astype("float32")
+    c = rng.standard_normal((3, 4)).astype("float32")
+    got = run(outs, [a_t, b_t, c_t], a, b, c)
+    want = [
+        np.concatenate([a, b, a], 0),
+        np.concatenate([a, c], -1),
+        *np.split(a, 5, axis=1),
+        *np.split(a, [1, 2], axis=0),
+    ]
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+
+
+def test_take_and_gather_modes(rng) -> None:
+    x = te.placeholder((5, 7), name="x")
+    idx = te.placeholder((2, 3), "int32", name="idx")
+    gidx = te.placeholder((5, 4), "int64", name="gidx")
+    outs = [
+        topi.take(x, idx),
+        topi.take(x, idx, axis=1),
+        topi.take(x, idx, axis=-2, mode="wrap"),
+        topi.take(x, idx, axis=0, mode="clip"),
+        topi.gather(x, 1, gidx),
+        topi.gather(x, 1, gidx, mode="wrap"),
+    ]
+    a = rng.standard_normal((5, 7)).astype("float32")
+    i = np.array([[0, 4, 6], [-1, 9, 2]], "int32")
+    g = np.array([[0, 1, 6, 3]] * 5, "int64")
+    g[1, 0], g[2, 3] = -2, 11
+    got = run(outs, [x, idx, gidx], a, i, g)
+    want = [
+        np.take(a, np.clip(i, 0, a.size - 1)),
+        np.take(a, i, axis=1, mode="clip"),
+        np.take(a, i, axis=0, mode="wrap"),
+        np.take(a, i, axis=0, mode="clip"),
+        np.take_along_axis(a, np.clip(g, 0, 6), axis=1),
+        np.take_along_axis(a, g % 7, axis=1),
+    ]
+    for k, (gt, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(gt, w, err_msg=f"output {k}")
+
+
+def test_integer_transform_and_fused_injective_chain(rng) -> None:
+    x = te.placeholder((6, 8), "int32", name="x")
+    y = topi.add(topi.transpose(topi.pad(x, ((0, 2), (1, 1)), 9)), 1)
+    a = rng.integers(-5, 5, (6, 8)).astype("int32")
+    (got,) = run(y, [x], a)
+    np.testing.assert_array_equal(got, np.pad(a, ((0, 2), (1, 1)), constant_values=9).T + 1)
+
+
+def test_patterns_are_injective() -> None:
+    x = te.placeholder((4, 6), name="x")
+    for t in (topi.transpose(x), topi.reshape(x, (24,)), topi.pad(x, 1)):
+        assert pattern_of(t) == Pattern.INJECTIVE
+
+
+# -- bad input ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "call, pattern",
+    [
+        (
+            lambda x: topi.reshape(x, (5, 5)),
+            r"reshape: cannot reshape tensor 'x' of shape \(4, 6\)",
+        ),
+        (lambda x: topi.reshape(x, (-1, -1)), r"reshape: bad new shape"),
+        (lambda x: topi.reshape(x, (-1, 5)), r"reshape: cannot reshape tensor 'x'"),
+        (lambda x: topi.transpose(x, (0, 0)), r"transpose: axes \[0, 0\] are not a permutation"),
+        (lambda x: topi.transpose(x, (0, 2)), r"transpose: axis 2 is out of range"),
+        (lambda x: topi.split(x, 4, axis=1), r"split: axis 1 of tensor 'x' has extent 6"),
+        (lambda x: topi.pad(x, ((1, -1), (0, 0))), r"pad: pad widths must be non-negative"),
+        (lambda x: topi.pad(x, ((1, 1),) * 3), r"pad: pad_width .* 2 axes of tensor 'x'"),
+        (lambda x: topi.strided_slice(x, [0], [2], [0]), r"strided_slice: stride 0 on axis 0"),
+        (lambda x: topi.strided_slice(x, [0, 1], [2]), r"strided_slice: begin, end, strides"),
+        (lambda x: topi.take(x, x), r"take: indices tensor 'x' has dtype float32"),
+        (lambda x: topi.concatenate([]), r"concatenate: needs at least one tensor"),
+    ],
+)
+def test_bad_shapes_and_axes(call, pattern: str) -> None:
+    x = te.placeholder((4, 6), name="x")
+    with pytest.raises(IRError, match=pattern):
+        call(x)
+
+
+def test_concatenate_mismatch_names_tensors() -> None:
+    a = te.placeholder((4, 6), name="a")
+    with pytest.raises(IRError, match=r"concatenate: tensor 'b' of shape \(5, 5\) does not match"):
+        topi.concatenate([a, te.placeholder((5, 5), name="b")], axis=0)
+    with pytest.raises(IRError, match=r"concatenate: tensor 'c' has dtype int32"):
+        topi.concatenate([a, te.placeholder((4, 6), "int32", name="c")])
+    with pytest.raises(IRError, match=r"concatenate: tensor 'd' has rank 1"):
+        topi.concatenate([a, te.placeholder((6,), name="d")])
+
+
+def test_take_and_gather_bad_input() -> None:
+    x = te.placeholder((4, 6), name="x")
+    i = te.placeholder((3,), "int32", name="i")
+    with pytest.raises(IRError, match=r"take: mode must be 'clip', 'wrap' or 'fast'"):
+        topi.take(x, i, axis=0, mode="raise")
+    with pytest.raises(IRError, match=r"gather: indices tensor 'i' has rank 1 but data tensor"):
+        topi.gather(x, 0, i)
+    with pytest.raises(IRError, match=r"gather: indices tensor 'j' has extent 9 on axis 1"):
+        topi.gather(x, 0, te.placeholder((2, 9), "int32", name="j"))
