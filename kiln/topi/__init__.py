@@ -11,6 +11,7 @@ pattern and `build_op(outputs, args)` schedules, lowers and builds in one call:
 """
 
 from kiln.topi import (
+    cuda,  # default CUDA schedules (schedule_for(..., target="cuda"))
     nn,
     tag,
     x86,  # registers the dense / conv2d CPU schedules with schedule_for
@@ -58,6 +59,7 @@ __all__ = [
     "cast",
     "clip",
     "concatenate",
+    "cuda",
     "divide",
     "erf",
     "exp",

@@ -12,6 +12,9 @@ steps:
 3. the remaining injective stages (outputs, ``no_inline`` ones) get the injective schedule;
 4. anything else keeps TE's default (serial loops).
 
+For a CUDA target, steps 2-4 are replaced by `kiln.topi.cuda.schedule_graph`, which binds every
+remaining stage to blocks and threads.
+
 Schedules for other operator families (dense, conv2d in `kiln.topi.x86`) plug in with
 ``@register_schedule("<tag>")``: the function receives the schedule, the anchor tensor and a
 `ScheduleContext`, and marks the stages it placed in ``ctx.done``.
@@ -26,6 +29,7 @@ import kiln.topi.generic  # noqa: F401  (registers the schedules of the nn opera
 from kiln.errors import IRError
 from kiln.te import ComputeOp, Schedule, Stage, Tensor, create_schedule
 from kiln.te import lower as te_lower
+from kiln.topi.cuda import is_cuda_target, schedule_graph
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext, register_schedule
 from kiln.topi.generic.injective import schedule_injective
 from kiln.topi.generic.reduction import schedule_reduce
@@ -85,6 +89,9 @@ def schedule_for(outputs: Any, target: Any = "c") -> Schedule:
     sch = create_schedule(outs)
     ctx = ScheduleContext(target, outputs=[sch[t] for t in outs])
     _inline_injective(sch)
+    if is_cuda_target(target):
+        schedule_graph(sch, ctx)
+        return sch
     _schedule_anchors(sch, ctx)
     _schedule_rest(sch, ctx)
     return sch

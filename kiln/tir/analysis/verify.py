@@ -216,9 +216,16 @@ class _Checker(Visitor):
             tag = s.thread_binding.thread_tag if s.thread_binding else ""
             if not tag:
                 self.err(s, "thread-binding loop has no thread tag")
+            # NOTE: an outermost binding loop starts a kernel of its own (as an outermost
+            # thread_extent attribute does), so sibling kernels may use different extents.
+            outermost = not self.active_tags
+            if outermost:
+                self.threads.append({})
             self.bind_thread(tag, s.extent, s)
             self.visit(s.body)
             self.active_tags.pop()
+            if outermost:
+                self.threads.pop()
         else:
             self.visit(s.body)
         self.pop()

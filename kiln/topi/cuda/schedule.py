@@ -1,0 +1,149 @@
+"""Default CUDA schedules of the operator library, chosen by pattern and tag.
+
+`kiln.topi.schedule_for(outputs, target="cuda")` inlines the injective stages (as on the CPU)
+and then calls `schedule_graph`, which gives every remaining stage at the root its own kernel:
+
+- injective (element-wise, broadcast, data movement): all axes fused, split by the block size
+  (256, at most the target's ``max_threads_per_block``), bound to ``blockIdx.x`` /
+  ``threadIdx.x``; a ragged tail is guarded;
+- row-wise outputs (softmax, log_softmax, layer_norm) whose last axis fits in a block: one
+  block per row (``blockIdx.x``), the row's elements on ``threadIdx.x``;
+- reductions (sum, max, the per-row statistics of softmax and layer_norm): one thread per
+  output, the reduction loop serial in that thread, accumulating in a ``local`` register;
+- matmul / dense / batch_matmul: 16 x 16 output tiles, one per block (``blockIdx.y`` over the
+  batch and row tiles, ``blockIdx.x`` over the column tiles), one output per thread
+  (``threadIdx.y`` / ``threadIdx.x``) accumulated in a ``local`` register, the reduction loop
+  split by 4 and unrolled.
+
+NOTE: no schedule here uses shared memory or a block-wide tree reduction, because the TE
+lowering cannot express either correctly yet: bound inference does not relax thread-bound
+loops for a ``shared`` stage (a ``cache_read(A, "shared")`` attached inside the thread loops
+gets a per-thread region, and rebinding threadIdx in its fetch loop is rejected by the verifier)
+and no pass inserts ``tvm_storage_sync("shared")`` (``__syncthreads()``) between the
+cooperative fetch and its readers. See the report of this change for reproducers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln.errors import IRError
+from kiln.te import AxisVar, ComputeOp, Schedule, Stage, Tensor, thread_axis
+from kiln.topi import tag
+from kiln.topi.generic.common import ScheduleContext, extent, fuse_all
+
+BLOCK = 256
+"""Threads per block of the injective and reduction schedules."""
+
+TILE = 16
+"""Side of the output tile (threads per block: TILE * TILE) of the matrix products."""
+
+K_UNROLL = 4
+"""Inner reduction steps of a matrix product unrolled per outer step."""
+
+MATMUL_TAGS = ("matmul", "dense", "batch_matmul")
+ROW_TAGS = (tag.SOFTMAX, tag.LOG_SOFTMAX, tag.LAYER_NORM)
+
+
+def is_cuda_target(target: Any) -> bool:
+    """True when ``target`` (a string, dict or `kiln.target.Target`) is a CUDA target."""
+    from kiln.target.target import Target  # NOTE: target sits beside topi; import at use
+
+    return Target.from_any(target).kind == "cuda"
+
+
+def max_threads(target: Any) -> int:
+    """``BLOCK`` capped by the target's ``max_threads_per_block``."""
+    from kiln.target.target import Target
+
+    attrs = dict(Target.from_any(target).attrs)
+    return min(BLOCK, int(attrs.get("max_threads_per_block") or BLOCK))
+
+
+def schedule_graph(sch: Schedule, ctx: ScheduleContext) -> None:
+    """Bind every root stage of ``sch`` that owns loops (see module docstring)."""
+    threads = max_threads(ctx.target)
+    for stage in list(sch.stages):
+        op = stage.op
+        if stage in ctx.done or stage.is_inlined or not isinstance(op, ComputeOp):
+            continue
+        if stage.attach_type != "root":
+            continue
+        if not op.axis:
+            raise IRError(
+                f"schedule_for(target='cuda'): stage {stage.name!r} has no data-parallel axis "
+                "(a full reduction to a scalar); give the output at least one axis"
+            )
+        if op.tag in MATMUL_TAGS and op.reduce_axis and len(op.axis) >= 2:
+            schedule_matmul(sch, op.output(0), ctx)
+        elif op.reduce_axis:
+            schedule_reduce(sch, op.output(0), ctx, threads)
+        elif op.tag in ROW_TAGS:
+            schedule_rows(stage, threads)
+        else:
+            schedule_injective(stage, threads)
+        ctx.done.add(stage)
+
+
+def bind_flat(stage: Stage, axes: list[AxisVar], threads: int) -> None:
+    """Fuse ``axes``, split by ``threads``, bind the parts to ``blockIdx.x`` / ``threadIdx.x``."""
+    fused = fuse_all(stage, axes)
+    assert fused is not None
+    bx, tx = stage.split(fused, factor=threads)
+    stage.bind(bx, thread_axis("blockIdx.x"))
+    stage.bind(tx, thread_axis("threadIdx.x"))
+
+
+def schedule_injective(stage: Stage, threads: int) -> None:
+    """One thread per element, ``threads`` per block."""
+    bind_flat(stage, list(stage.op.axis), threads)
+
+
+def schedule_rows(stage: Stage, threads: int) -> None:
+    """One block per row when the last axis fits in a block, else as injective."""
+    axes = list(stage.op.axis)
+    last = extent(axes[-1])
+    if len(axes) < 2 or last is None or last > threads:
+        schedule_injective(stage, threads)
+        return
+    row = fuse_all(stage, axes[:-1])
+    assert row is not None
+    stage.bind(row, thread_axis("blockIdx.x"))
+    stage.bind(axes[-1], thread_axis("threadIdx.x"))
+
+
+def schedule_reduce(sch: Schedule, t: Tensor, ctx: ScheduleContext, threads: int) -> None:
+    """One thread per output; the reduction runs serially in a ``local`` accumulator."""
+    stage = sch[t]
+    local = sch.cache_write(t, "local")
+    bind_flat(stage, list(stage.op.axis), threads)
+    leaf = stage.leaf_iter_vars[-1]
+    sch[local].compute_at(stage, leaf)
+    ctx.done.add(sch[local])
+
+
+def schedule_matmul(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
+    """``TILE x TILE`` output tiles per block, one output per thread (see module docstring)."""
+    stage = sch[t]
+    local = sch.cache_write(t, "local")
+    axes = list(stage.op.axis)
+    i, j = axes[-2], axes[-1]
+    io, ii = stage.split(i, factor=TILE)
+    jo, ji = stage.split(j, factor=TILE)
+    stage.reorder(*axes[:-2], io, jo, ii, ji)
+    by = fuse_all(stage, [*axes[:-2], io])
+    assert by is not None
+    stage.bind(by, thread_axis("blockIdx.y"))
+    stage.bind(jo, thread_axis("blockIdx.x"))
+    stage.bind(ii, thread_axis("threadIdx.y"))
+    stage.bind(ji, thread_axis("threadIdx.x"))
+    lst = sch[local]
+    lst.compute_at(stage, ji)
+    lop = lst.op
+    assert isinstance(lop, ComputeOp)
+    k = lop.reduce_axis[-1]
+    k_ext = extent(k)
+    if k_ext is not None and k_ext % K_UNROLL == 0 and k_ext > K_UNROLL:
+        _, ki = lst.split(k, factor=K_UNROLL)
+        lst.unroll(ki)
+    ctx.done.add(lst)
