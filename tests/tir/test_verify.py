@@ -158,3 +158,12 @@ def test_attr_iter_var_defines_its_variable():
     iv = tir.IterVar(tir.Range(0, 4), tir.Var("vt"), thread_tag="vthread")
     f = _func(tir.AttrStmt(iv, "pragma_custom", 1, tir.Evaluate(iv.var)))
     assert tir.verify_well_formed(f) == []
+
+
+def test_sibling_thread_binding_loop_nests_are_separate_kernels():
+    def kernel(n):
+        i = tir.Var("i")
+        iv = tir.IterVar(None, i, thread_tag="blockIdx.x")
+        return tir.For(i, 0, n, tir.ForKind.THREAD_BINDING, tir.Evaluate(i), thread_binding=iv)
+
+    assert tir.verify_well_formed(_func(tir.seq(kernel(1), kernel(100)))) == []
