@@ -105,6 +105,9 @@ class CodeGenC(CExprEmitter):
         self.level = 0
         self.exit_count = 0
         self._fn: FuncState | None = None
+        self._outlines: list[tuple[dict[E.Var, str], dict[E.Var, str]]] = []
+        """One frame per parallel body being emitted: (the function's variables when it began,
+        those of them the body uses so far); see `outline_parallel_body`."""
         self._stmt_dispatch: dict[type, Callable[[Any], None]] = {}
 
     # -- module -----------------------------------------------------------------------------
@@ -158,8 +161,17 @@ class CodeGenC(CExprEmitter):
 
     def signature(self, st: FuncState) -> str:
         ret = self.c_type(st.func.ret_type) if st.returns_value else self.ERROR_CODE_TYPE
-        params = ", ".join(self.declare(p, st.vars[p]) for p in st.func.params) or "void"
+        params = ", ".join(self.param_decl(st, p) for p in st.func.params) or "void"
         return f"{self.FUNC_QUALIFIER}{ret} {st.c_name}({params})"
+
+    def param_decl(self, st: FuncState, p: E.Var) -> str:
+        """``<type> <name>`` of a parameter; in a ``tir.noalias`` function a typed data pointer
+        is ``restrict``, so GCC vectorizes a loop reading one buffer and writing another
+        without versioning it for aliasing."""
+        decl = self.declare(p, st.vars[p])
+        if is_noalias(st.func) and isinstance(p.type_annotation, PointerType):
+            return restrict_decl(decl)
+        return decl
 
     def define_function(self, st: FuncState) -> None:
         self._fn = st
@@ -200,6 +212,9 @@ class CodeGenC(CExprEmitter):
         name = self.fn.vars.get(v)
         if name is None:
             raise CodegenError(f"{self.fn.label}: variable {v.name!r} is used but not defined")
+        for outer, used in self._outlines:
+            if outer.get(v) == name:
+                used[v] = name
         return name
 
     def bind_var(self, v: E.Var) -> str:
@@ -437,11 +452,18 @@ class CodeGenC(CExprEmitter):
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
         self.fn.exits.append(ex)
+        used: dict[E.Var, str] = {}
+        self._outlines.append((dict(self.fn.vars), used))
         self.level += 1
-        with self.capture() as body:
-            self.stmt(s.body)
-        self.level -= 1
-        self.fn.exits.pop()
+        try:
+            with self.capture() as body:
+                self.stmt(s.body)
+        finally:
+            self.level -= 1
+            self._outlines.pop()
+            self.fn.exits.pop()
+        if not ex.used:
+            body = self.outline_parallel_body(body, used) or body
         if ex.used:
             self.emit(f"void* volatile {slot} = NULL;")
         self.emit(self.PARALLEL_PRAGMA)
@@ -458,6 +480,29 @@ class CodeGenC(CExprEmitter):
         self.emit("}")
         if ex.used:
             self.emit_guard(f"{slot} != NULL", (f"kiln_par_reraise({slot});",))
+
+    def outline_parallel_body(self, body: list[str], used: dict[E.Var, str]) -> list[str] | None:
+        """Move the body of a parallel loop of a ``tir.noalias`` function into a static function
+        whose data pointers are ``restrict``; returns the line calling it (None: left inline).
+
+        NOTE: GCC drops ``restrict`` from the parameters an OpenMP region captures (the outlined
+        region reads them from a shared struct), so the inner loops were versioned for aliasing
+        or not vectorized. A ``restrict`` parameter of a called function survives inlining. Only
+        bodies without error exits move; the callee gets every outer variable the body used."""
+        st = self.fn
+        if not is_noalias(st.func) or any(v.dtype.lanes > 1 for v in used):
+            return None
+        own = set(st.func.params)
+        params = []
+        for v, name in used.items():
+            decl = self.declare(v, name)
+            ptr = v in own and isinstance(v.type_annotation, PointerType)
+            params.append(restrict_decl(decl) if ptr else decl)
+        helper = self.temp(f"{st.c_name}_par")
+        cut = len(self.INDENT * self.level)
+        lines = "\n".join(line[cut:] for line in body)
+        self.defs.append(f"static void {helper}({', '.join(params) or 'void'}) {{\n{lines}\n}}\n")
+        return [f"{self.INDENT * (self.level + 1)}{helper}({', '.join(used.values())});"]
 
     # -- calls ------------------------------------------------------------------------------
     def lookup(self, gv: GlobalVar) -> FuncState:
@@ -522,6 +567,17 @@ def assert_message(message: E.PrimExpr) -> tuple[str, str]:
         if text.startswith(kind + ": "):
             return kind, text[len(kind) + 2 :]
     return "RuntimeError", text
+
+
+def is_noalias(func: PrimFunc) -> bool:
+    """True if ``func`` promises that its buffer arguments do not overlap (TE lowering sets it)."""
+    return bool(func.get_attr("tir.noalias", False))
+
+
+def restrict_decl(decl: str) -> str:
+    """``T* name`` as ``T* restrict name``."""
+    ty, _, name = decl.rpartition(" ")
+    return f"{ty} restrict {name}"
 
 
 def _const_product(extents: tuple[E.PrimExpr, ...]) -> int | None:

@@ -446,10 +446,16 @@ class CExprEmitter:
         src, dst = e.args[0].dtype, e.dtype
         if src.itemsize != dst.itemsize:
             raise CodegenError(f"reinterpret: {src} and {dst} differ in size")
-        a, r = self.temp(), self.temp()
         value = self.expr(e.args[0])
         s_t, d_t = self.storage_type(src), self.storage_type(dst)
         src_val = self.to_storage(src, value)
+        if src.lanes == 1 and dst.lanes == 1:
+            # NOTE: memcpy through stack temporaries made GCC's vectorizer give up on the
+            # enclosing loop ("data ref analysis failed ... ref-all"): 6-8x slower. Type punning
+            # through a union is defined in C (C11 6.5.2.3) and stays in registers.
+            union = f"union {{ {s_t} a; {d_t} b; }}"
+            return self.from_storage(dst, f"(({union}){{ .a = {src_val} }}).b")
+        a, r = self.temp(), self.temp()
         back = self.from_storage(dst, r)
         return f"({{ {s_t} {a} = {src_val}; {d_t} {r}; memcpy(&{r}, &{a}, sizeof({r})); {back}; }})"
 
