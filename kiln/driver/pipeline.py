@@ -4,16 +4,18 @@ TIR, for a target with a device (``cuda``, host ``c``):
 
 1. `BindTarget` — every function gets its target: host, device, or device with host attached;
 2. `FlattenBuffer` — N-D buffer accesses become 1-D accesses of the same memory;
-3. `MergeSharedMemoryAllocations` — one dynamic shared buffer per kernel region, reused by
+3. `ThreadSync("shared")` — block barriers between shared-memory writes and their readers
+   (must precede the merge, which reuses bytes only across a barrier);
+4. `MergeSharedMemoryAllocations` — one dynamic shared buffer per kernel region, reused by
    liveness (must precede the split: a kernel launch passes one dynamic shared size);
-4. `AnnotateDeviceRegions` → 5. `SplitHostDevice` → 6. `LowerDeviceKernelLaunch` — thread scopes
+5. `AnnotateDeviceRegions` → 6. `SplitHostDevice` → 7. `LowerDeviceKernelLaunch` — thread scopes
    become kernels, host calls of kernels become launches (these three always run back to back);
-7. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
-8. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
+8. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
+9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
    store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+).
 
-For a host-only target (``c``) the device steps (1, 3-6) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2, 7 and 8.
+For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
+kernels -- and are left out, so its pipeline is 2, 8 and 9.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kiln.tir.transform import (
     MakePackedAPI,
     MergeSharedMemoryAllocations,
     SplitHostDevice,
+    ThreadSync,
 )
 
 
@@ -40,6 +43,7 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         FlattenBuffer(),
         *(
             [
+                ThreadSync("shared"),
                 MergeSharedMemoryAllocations(),
                 AnnotateDeviceRegions(),
                 SplitHostDevice(),

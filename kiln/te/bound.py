@@ -104,6 +104,7 @@ def infer_region(state: LowerState, stage: Stage) -> list[tuple[PrimExpr, PrimEx
     hl = state.loops[host]
     k = hl.leaves.index(stage.attach_ivar)  # type: ignore[arg-type]
     varying = {expr_key(hl.loop_vars[a]): hl.extents[a] for a in hl.leaves[k + 1 :]}
+    varying.update(relaxed_thread_loops(state, stage))
     shape = stage.op.output(0).shape
     dims: list[Interval | None] = []
     for load in loads_in(state.bodies[host]):
@@ -118,6 +119,34 @@ def infer_region(state: LowerState, stage: Stage) -> list[tuple[PrimExpr, PrimEx
             out.append((convert(0, dim.dtype), dim))
         else:
             out.append((iv[0].to_expr(), iv[1].to_expr()))
+    return out
+
+
+def relaxed_prefixes(scope: str) -> tuple[str, ...]:
+    """Thread tags whose loops a stage in ``scope`` is shared across (so it covers them all)."""
+    if scope == "shared":
+        return ("threadIdx.",)
+    if scope in ("", "global"):
+        return ("threadIdx.", "blockIdx.")
+    return ()
+
+
+def relaxed_thread_loops(state: LowerState, stage: Stage) -> dict[Key, PrimExpr]:
+    """The thread-bound loops enclosing ``stage``'s attach point that its scope is shared
+    across, as key -> extent: all the threads of a block share a ``shared`` buffer, so its
+    region is the union over ``threadIdx``; a ``local`` buffer is per thread (none relaxed)."""
+    prefixes = relaxed_prefixes(stage.scope)
+    out: dict[Key, PrimExpr] = {}
+    host, ivar = stage.attach_stage, stage.attach_ivar
+    while prefixes and host is not None and host in state.loops:
+        hl = state.loops[host]
+        for a in hl.leaves[: hl.leaves.index(ivar) + 1]:  # type: ignore[arg-type]
+            attr = host.iter_attrs.get(a)
+            if attr is not None and attr.thread_tag.startswith(prefixes):
+                out[expr_key(hl.loop_vars[a])] = hl.extents[a]
+        if host.attach_type != "scope":
+            break
+        host, ivar = host.attach_stage, host.attach_ivar
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kiln.errors import IRError
-from kiln.te.linear import const_value, simplify_index
+from kiln.te.linear import ceildiv, const_value, simplify_index, to_affine
 from kiln.te.lower_loops import Guard, StageLoops
 from kiln.te.reduce import Reduce
 from kiln.te.rewrite import rewrite_loads
@@ -139,14 +139,78 @@ def build_stage(state: LowerState, stage: Stage) -> Stmt:
         if child not in state.params:
             allocs[p].append(state.buffers[child])
     guards: dict[int, list[PrimExpr]] = defaultdict(list)
-    for g in sl.guards:
+    # NOTE: every thread of a block must reach a cooperative (shared) fetch and its barriers,
+    # so a stage hosting one guards only its own store, never the nest around the fetch.
+    cooperative = _hosts_shared(state, stage)
+    for g in sl.guards if not cooperative else ():
         guards[sl.depth(g.deps)].append(g.cond)
     if isinstance(body, Reduce):
         inner = _update(state, sl, buf, body, idx)
         pre[sl.first_reduce].append(_init_nest(state, stage, sl, body, idx))
     else:
         inner = BufferStore(buf, lower_value(state, sl, body), idx)
-    return assemble(_loops(stage, sl), inner, pre, guards, allocs)
+    if cooperative and sl.guards:
+        inner = IfThenElse(_all([g.cond for g in sl.guards]), inner)
+    loops = _loops(stage, sl)
+    vmap = _reuse_threads(state, stage, loops, guards)
+    return substitute(assemble(loops, inner, pre, guards, allocs), vmap)
+
+
+def _hosts_shared(state: LowerState, stage: Stage) -> bool:
+    """True when a ``shared`` stage is computed somewhere inside ``stage``'s loops."""
+    return any(c.scope == "shared" or _hosts_shared(state, c) for c in state.children[stage])
+
+
+def _enclosing_threads(state: LowerState, stage: Stage) -> dict[str, tuple[Var, PrimExpr]]:
+    """Thread tag -> (variable, extent) of the bound loops around ``stage``'s attach point."""
+    out: dict[str, tuple[Var, PrimExpr]] = {}
+    host, ivar = stage.attach_stage, stage.attach_ivar
+    while stage.attach_type == "scope" and host is not None:
+        hl = state.loops[host]
+        for a in hl.leaves[: hl.leaves.index(ivar) + 1]:  # type: ignore[arg-type]
+            attr = host.iter_attrs.get(a)
+            if attr is not None and attr.kind is ForKind.THREAD_BINDING:
+                out.setdefault(attr.thread_tag, (hl.loop_vars[a], hl.extents[a]))
+        stage, host, ivar = host, host.attach_stage, host.attach_ivar
+    return out
+
+
+def _reuse_threads(
+    state: LowerState, stage: Stage, loops: list[Loop], guards: dict[int, list[PrimExpr]]
+) -> dict[Var, PrimExpr]:
+    """Loops bound to a thread tag an enclosing loop already binds reuse its variable.
+
+    NOTE: a thread index cannot be bound twice (the verifier rejects it). A loop of extent ``E``
+    on a tag of ``T`` threads becomes a serial loop ``o`` over ``ceil(E / T)`` strides, the axis
+    being ``o * T + thread``, guarded by ``< E`` unless ``T`` divides ``E``; when the extents
+    match the loop disappears and the axis is the thread index itself (a cooperative fetch).
+    """
+    outer = _enclosing_threads(state, stage)
+    vmap: dict[Var, PrimExpr] = {}
+    for p, loop in enumerate(loops):
+        attr = loop.attr
+        if attr is None or attr.kind is not ForKind.THREAD_BINDING or attr.thread_tag not in outer:
+            continue
+        tvar, threads = outer[attr.thread_tag]
+        ext = to_affine(loop.extent)
+        if (ext - to_affine(threads)).is_const and (ext - to_affine(threads)).const == 0:
+            vmap[loop.var] = tvar
+            loops[p] = Loop(loop.var, loop.extent, None, elided=True)
+            continue
+        t = const_value(threads)
+        if t is None:
+            raise IRError(
+                f"bind: stage {stage.name!r} binds {attr.thread_tag!r} inside a loop bound to it "
+                f"with extent {threads}, not a constant; bind equal extents"
+            )
+        strides = ceildiv(loop.extent, convert(t, loop.extent.dtype))
+        o = Var(state.fresh_name(f"{loop.var.name}_o"), loop.var.dtype)
+        single = const_value(strides) == 1
+        vmap[loop.var] = tvar if single else simplify_index(o * convert(t, o.dtype) + tvar)
+        loops[p] = Loop(o, strides, None, elided=single)
+        if not ext.divisible_by(t):
+            guards[p + 1].append(loop.var < loop.extent)
+    return vmap
 
 
 def _update(

@@ -2,8 +2,11 @@
 and, when ``kiln.build`` is available, compiled through the C target (see conftest ``run``)."""
 
 import numpy as np
+import pytest
 
 from kiln import te, tir
+from kiln.ir import IRModule
+from kiln.tir.transform import ThreadSync
 from tests.te.tir_interp import run_tir
 
 
@@ -190,5 +193,31 @@ def test_gpu_style_schedule_runs_on_interpreter(rng):
     f = te.lower(s, [A, B, C])
     assert tir.verify_well_formed(f) == []
     a, b, c = _rand(rng, n, n), _rand(rng, n, n), np.zeros((n, n), "float32")
+    run_tir(f, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 16, 16), (20, 18, 13)])
+def test_cooperative_shared_fetch_runs_on_interpreter(rng, shape):
+    n, m, kk = shape
+    A, B, C = _matmul(n, m, kk)
+    s = te.create_schedule(C)
+    CL = s.cache_write(C, "local")
+    AS, BS = s.cache_read(A, "shared", [CL]), s.cache_read(B, "shared", [CL])
+    bx, by, tx, ty = s[C].tile(*C.op.axis, 8, 8)
+    for axis, tag in ((bx, "blockIdx.y"), (by, "blockIdx.x"), (tx, "threadIdx.y")):
+        s[C].bind(axis, tag)
+    s[C].bind(ty, "threadIdx.x")
+    s[CL].compute_at(s[C], ty)
+    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=4)
+    for X in (AS, BS):
+        s[X].compute_at(s[CL], ko)
+        s[X].bind(s[X].op.axis[0], "threadIdx.y")  # 8 x 4 and 4 x 8 tiles on 8 x 8 threads
+        s[X].bind(s[X].op.axis[1], "threadIdx.x")
+    f = te.lower(s, [A, B, C])
+    assert tir.verify_well_formed(f) == []
+    f = ThreadSync("shared")(IRModule.from_expr(f, "main"))["main"]
+    assert str(f).count("tvm_storage_sync") == 2
+    a, b, c = _rand(rng, n, kk), _rand(rng, kk, m), np.zeros((n, m), "float32")
     run_tir(f, a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

@@ -1,15 +1,18 @@
 """A small reference interpreter for TIR over numpy, used to check lowered TE numerically.
 
 Each expression and statement is compiled once into a Python closure; running executes every
-loop iteration in order (parallel, vectorized, unrolled and thread-bound loops run serially,
-which is their meaning). Scalars keep their TIR dtype through numpy scalar types, so float32
-arithmetic rounds like float32. Scratch float buffers start as NaN so a read before any write
-shows up in the result.
+loop iteration in order (parallel, vectorized and unrolled loops run serially, which is their
+meaning). Perfectly nested ``threadIdx`` loops run as one block of Python threads, which meet at
+``tvm_storage_sync`` barriers and share ``shared`` allocations, so cooperative fetches work.
+Scalars keep their TIR dtype through numpy scalar types, so float32 arithmetic rounds like
+float32. Scratch float buffers start as NaN so a read before any write shows up in the result.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -87,7 +90,6 @@ class Interpreter:
 
     def __init__(self, func: tir.PrimFunc | None = None) -> None:
         self.func = func
-        self.views: dict[Any, np.ndarray] = {}
         self.body = self.stmt(func.body) if func is not None else None
 
     # -- expressions --------------------------------------------------------------------------
@@ -139,11 +141,12 @@ class Interpreter:
     def e_BufferLoad(self, e: tir.BufferLoad) -> Fn:
         idx = [self.expr(i) for i in e.indices]
         buf = e.buffer
-        views = self.views
-        return lambda env: views[buf][tuple(f(env) for f in idx)]
+        return lambda env: env[buf][tuple(f(env) for f in idx)]
 
     def e_Call(self, e: tir.Call) -> Fn:
         name = e.op_name.removeprefix("tir.")
+        if name == "tvm_storage_sync":
+            return _sync
         args = [self.expr(a) for a in e.args]
         if name == "if_then_else":
             c, t, f = args
@@ -171,6 +174,8 @@ class Interpreter:
         return run
 
     def s_For(self, s: tir.For) -> Fn:
+        if _thread_tag(s).startswith("threadIdx"):
+            return self._block(s)
         lo, ext, body, var = self.expr(s.min), self.expr(s.extent), self.stmt(s.body), s.loop_var
 
         def run(env: Env) -> None:
@@ -181,13 +186,54 @@ class Interpreter:
 
         return run
 
+    def _block(self, s: tir.For) -> Fn:
+        """The perfectly nested threadIdx loops from ``s`` run as one block of Python threads
+        that wait for each other at ``tvm_storage_sync`` and share ``shared`` allocations."""
+        loops = [s]
+        while isinstance(loops[-1].body, tir.For) and _thread_tag(loops[-1].body).startswith(
+            "threadIdx"
+        ):
+            loops.append(loops[-1].body)
+        exts = [self.expr(x.extent) for x in loops]
+        mins = [self.expr(x.min) for x in loops]
+        body = self.stmt(loops[-1].body)
+        serial = self._serial(loops, mins, exts, body)
+
+        def run(env: Env) -> None:
+            if _BLOCK in env:  # a nested thread scope: the block is already running
+                serial(env)
+                return
+            ranges = [range(m(env), m(env) + e(env)) for m, e in zip(mins, exts)]
+            points = list(itertools.product(*ranges))
+            block = _Block(len(points))
+            threads = [
+                threading.Thread(target=block.run, args=(body, env, loops, p)) for p in points
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if block.errors:
+                raise block.errors[0]
+
+        return run
+
+    def _serial(self, loops: list[tir.For], mins: list[Fn], exts: list[Fn], body: Fn) -> Fn:
+        def run(env: Env) -> None:
+            ranges = [range(m(env), m(env) + e(env)) for m, e in zip(mins, exts)]
+            for p in itertools.product(*ranges):
+                env.update({x.loop_var: v for x, v in zip(loops, p)})
+                body(env)
+
+        return run
+
     def s_BufferStore(self, s: tir.BufferStore) -> Fn:
         idx = [self.expr(i) for i in s.indices]
         value = self.expr(s.value)
-        buf, views = s.buffer, self.views
+        buf = s.buffer
 
         def run(env: Env) -> None:
-            views[buf][tuple(f(env) for f in idx)] = value(env)
+            env[buf][tuple(f(env) for f in idx)] = value(env)
 
         return run
 
@@ -210,21 +256,27 @@ class Interpreter:
         body, ty, var = self.stmt(s.body), np_dtype(s.dtype), s.buffer_var
         fill = np.nan if s.dtype.is_float else 0
 
+        shared = _scope(var) == "shared"
+
         def run(env: Env) -> None:
             n = int(np.prod([f(env) for f in extents]))
-            env[var] = np.full(n, fill, dtype=ty)
+            block = env.get(_BLOCK)
+            if shared and block is not None:
+                env[var] = block.allocate(env, s, lambda: np.full(n, fill, dtype=ty))
+            else:
+                env[var] = np.full(n, fill, dtype=ty)
             body(env)
 
         return run
 
     def s_DeclBuffer(self, s: tir.DeclBuffer) -> Fn:
         shape = [self.expr(x) for x in s.buffer.shape]
-        body, buf, views = self.stmt(s.body), s.buffer, self.views
+        body, buf = self.stmt(s.body), s.buffer
 
         def run(env: Env) -> None:
             flat = env[buf.data]
             n = int(np.prod([f(env) for f in shape]))
-            views[buf] = flat[:n].reshape([f(env) for f in shape])
+            env[buf] = flat[:n].reshape([f(env) for f in shape])
             body(env)
 
         return run
@@ -260,7 +312,55 @@ class Interpreter:
                 env[dim] = n
             else:
                 assert self.expr(dim)(env) == n, (buf.name, arr.shape)
-        self.views[buf] = arr
+        env[buf] = arr
+
+
+_BLOCK = "__block__"
+
+
+def _thread_tag(s: Any) -> str:
+    if s.kind == tir.ForKind.THREAD_BINDING and s.thread_binding is not None:
+        return str(s.thread_binding.thread_tag)
+    return ""
+
+
+def _scope(var: Any) -> str:
+    return str(getattr(var.type_annotation, "scope", "global"))
+
+
+def _sync(env: Env) -> int:
+    block = env.get(_BLOCK)
+    if block is not None:
+        block.barrier.wait()
+    return 0
+
+
+class _Block:
+    """One thread block: a barrier over its threads and its ``shared`` allocations."""
+
+    def __init__(self, n: int) -> None:
+        self.barrier = threading.Barrier(n)
+        self.lock = threading.Lock()
+        self.arrays: dict[tuple[int, int], np.ndarray] = {}
+        self.errors: list[BaseException] = []
+
+    def allocate(self, env: Env, node: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
+        # NOTE: every thread reaches the same allocations in the same order, so the k-th
+        # execution of one Allocate is the same array in every thread.
+        counts = env[_BLOCK + "counts"]
+        k = counts[id(node)] = counts.get(id(node), -1) + 1
+        with self.lock:
+            return self.arrays.setdefault((id(node), k), make())
+
+    def run(self, body: Fn, env: Env, loops: list[tir.For], point: tuple[int, ...]) -> None:
+        mine = dict(env)
+        mine.update({x.loop_var: v for x, v in zip(loops, point)})
+        mine[_BLOCK], mine[_BLOCK + "counts"] = self, {}
+        try:
+            body(mine)
+        except BaseException as e:  # noqa: BLE001 - re-raised by the caller
+            self.errors.append(e)
+            self.barrier.abort()
 
 
 def run_tir(func: tir.PrimFunc, *args: Any) -> None:

@@ -329,6 +329,7 @@ def test_default_pipelines() -> None:
     assert names == [
         "bind-target",
         "flatten-buffer",
+        "thread-sync",
         "merge-shared-memory-allocations",
         "annotate-device-regions",
         "split-host-device",

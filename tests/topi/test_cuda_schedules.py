@@ -104,8 +104,24 @@ def test_matmul_tiles_are_two_dimensional() -> None:
     src = _device_source(_build(CASES["matmul_64"])[0])
     assert "blockIdx.y" in src and "threadIdx.y" in src
     assert "__launch_bounds__(256)" in src
-    # NOTE: no shared-memory staging yet (see kiln.topi.cuda.schedule): no __shared__ arrays.
-    assert "__shared__" not in src
+    # the operand tiles are staged through shared memory, fenced by barriers
+    assert "__shared__" in src and "__syncthreads()" in src
+
+
+def test_ragged_matmul_fetches_and_syncs_in_every_thread() -> None:
+    # the tails are guarded at the stores, so every thread reaches the fetch and both barriers
+    src = _device_source(_build(CASES["matmul_ragged"])[0])
+    assert src.count("__syncthreads()") == 2
+
+
+def test_matmul_fetch_reuses_the_block_threads() -> None:
+    inputs, out, _ = _matmul(64, 64, 64)()
+    sch = topi.schedule_for(out, target="cuda")
+    func = te.lower(sch, [*inputs, out], name="main")
+    assert kiln.tir.verify_well_formed(func) == []
+    text = str(func)
+    assert 'A_shared = T.alloc_buffer((16, 16), "float32", scope="shared")' in text
+    assert text.count("thread_binding") == 4  # the fetch binds no thread of its own
 
 
 def test_softmax_output_has_one_block_per_row() -> None:

@@ -8,6 +8,7 @@ from kiln.tir.transform.lower_device_kernel_launch import LowerDeviceKernelLaunc
 from kiln.tir.transform.make_packed_api import DimCheck, MakePackedAPI, PackedAPI, PackedArg
 from kiln.tir.transform.merge_shared_memory import MergeSharedMemoryAllocations
 from kiln.tir.transform.split_host_device import SplitHostDevice
+from kiln.tir.transform.thread_sync import ThreadSync
 
 __all__ = [
     "AnnotateDeviceRegions",
@@ -21,4 +22,5 @@ __all__ = [
     "PackedAPI",
     "PackedArg",
     "SplitHostDevice",
+    "ThreadSync",
 ]

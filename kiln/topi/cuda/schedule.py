@@ -12,15 +12,13 @@ and then calls `schedule_graph`, which gives every remaining stage at the root i
   output, the reduction loop serial in that thread, accumulating in a ``local`` register;
 - matmul / dense / batch_matmul: 16 x 16 output tiles, one per block (``blockIdx.y`` over the
   batch and row tiles, ``blockIdx.x`` over the column tiles), one output per thread
-  (``threadIdx.y`` / ``threadIdx.x``) accumulated in a ``local`` register, the reduction loop
-  split by 4 and unrolled.
+  (``threadIdx.y`` / ``threadIdx.x``) accumulated in a ``local`` register; the reduction loop
+  is split by 16 and, per outer step, the 16 x 16 tiles of both operands are copied into
+  ``shared`` memory by the whole block (one element per thread, a cooperative fetch), the inner
+  16 steps unrolled over them. Bound inference widens a ``shared`` stage over the block's
+  threads, and `ThreadSync` puts ``__syncthreads()`` around the fetch.
 
-NOTE: no schedule here uses shared memory or a block-wide tree reduction, because the TE
-lowering cannot express either correctly yet: bound inference does not relax thread-bound
-loops for a ``shared`` stage (a ``cache_read(A, "shared")`` attached inside the thread loops
-gets a per-thread region, and rebinding threadIdx in its fetch loop is rejected by the verifier)
-and no pass inserts ``tvm_storage_sync("shared")`` (``__syncthreads()``) between the
-cooperative fetch and its readers. See the report of this change for reproducers.
+NOTE: no schedule here uses a block-wide tree reduction yet.
 """
 
 from __future__ import annotations
@@ -37,9 +35,6 @@ BLOCK = 256
 
 TILE = 16
 """Side of the output tile (threads per block: TILE * TILE) of the matrix products."""
-
-K_UNROLL = 4
-"""Inner reduction steps of a matrix product unrolled per outer step."""
 
 MATMUL_TAGS = ("matmul", "dense", "batch_matmul")
 ROW_TAGS = (tag.SOFTMAX, tag.LOG_SOFTMAX, tag.LAYER_NORM)
@@ -123,7 +118,8 @@ def schedule_reduce(sch: Schedule, t: Tensor, ctx: ScheduleContext, threads: int
 
 
 def schedule_matmul(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
-    """``TILE x TILE`` output tiles per block, one output per thread (see module docstring)."""
+    """``TILE x TILE`` output tiles per block staged through shared memory (see module
+    docstring)."""
     stage = sch[t]
     local = sch.cache_write(t, "local")
     axes = list(stage.op.axis)
@@ -141,9 +137,17 @@ def schedule_matmul(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
     lst.compute_at(stage, ji)
     lop = lst.op
     assert isinstance(lop, ComputeOp)
-    k = lop.reduce_axis[-1]
-    k_ext = extent(k)
-    if k_ext is not None and k_ext % K_UNROLL == 0 and k_ext > K_UNROLL:
-        _, ki = lst.split(k, factor=K_UNROLL)
-        lst.unroll(ki)
+    ko, ki = lst.split(lop.reduce_axis[-1], factor=TILE)
+    lst.unroll(ki)
     ctx.done.add(lst)
+    for operand in lop.input_tensors:
+        if len(operand.shape) < 2:
+            continue
+        shared = sch.cache_read(operand, "shared", [local])
+        fetch = sch[shared]
+        fetch.compute_at(lst, ko)
+        # NOTE: cooperative fetch: the block's threads each copy one element of the tile (the
+        # lowering reuses the enclosing threadIdx, striding when the tile is larger).
+        fetch.bind(fetch.op.axis[-2], thread_axis("threadIdx.y"))
+        fetch.bind(fetch.op.axis[-1], thread_axis("threadIdx.x"))
+        ctx.done.add(fetch)
