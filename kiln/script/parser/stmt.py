@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ class Open:
     span: Span
 
 
-class StmtParser(ExprEvaluator):
+class StmtParser(ExprEvaluator, ABC):
     """Statements of one function body; subclasses supply function-level hooks."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -96,8 +97,9 @@ class StmtParser(ExprEvaluator):
     def env_thread(self, var: Var) -> IterVar | None:
         return None
 
+    @abstractmethod
     def register_env_thread(self, iv: IterVar) -> None:
-        raise NotImplementedError
+        """Record ``iv`` as the function's thread variable for its tag (the function parser)."""
 
     def func_attr(self, attrs: FuncAttrs, node: ast.stmt) -> None:
         raise self.src.error(node, "T.func_attr is only allowed in a function body")

@@ -23,6 +23,7 @@ IR shapes (the printer prints exactly these back):
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,15 +57,16 @@ class FrameContext(Protocol):
         """The IterVar that ``T.env_thread`` made for ``var``, if any."""
 
 
-class Frame:
+class Frame(ABC):
     """Base of scoping constructs; see the module docstring."""
 
     def enter(self, ctx: FrameContext, name: str | None, span: Span | None) -> Any:
         """Make what ``as x`` / ``x =`` binds (a variable, a buffer, or None)."""
         return None
 
+    @abstractmethod
     def exit(self, body: Stmt, span: Span | None) -> Stmt:
-        raise NotImplementedError
+        """Wrap ``body`` in the statement this frame stands for."""
 
 
 def thread_attr_key(tag: str) -> str:

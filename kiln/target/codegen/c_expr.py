@@ -17,6 +17,7 @@ Conventions of the emitted C:
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar
 
 from kiln.errors import KilnError
@@ -52,7 +53,7 @@ SCALAR_C_TYPES: dict[str, str] = {
 }
 
 
-class CExprEmitter:
+class CExprEmitter(ABC):
     """Expression printing for C-like targets (see module docstring)."""
 
     BINOPS: ClassVar[dict[type, str]] = {
@@ -81,11 +82,9 @@ class CExprEmitter:
         pointers whose vector loads must skip inactive lanes)."""
 
     # -- hooks implemented by CodeGenC --------------------------------------------------------
+    @abstractmethod
     def var_name(self, v: E.Var) -> str:
-        raise NotImplementedError
-
-    def callee_name(self, gv: GlobalVar) -> str:
-        raise NotImplementedError
+        """Implemented by the concrete subclass."""
 
     def temp(self, hint: str = "t") -> str:
         """A fresh C name for a temporary inside a statement expression."""
@@ -304,8 +303,9 @@ class CExprEmitter:
         value, body = self.expr(e.value), self.expr(e.body)
         return f"({{ {self.declare(e.var, name)} = {value}; {body}; }})"
 
+    @abstractmethod
     def bind_var(self, v: E.Var) -> str:
-        raise NotImplementedError
+        """Implemented by the concrete subclass."""
 
     def declare(self, v: E.Var, name: str) -> str:
         """``<type> <name>`` for a variable (typed pointers keep their element type)."""
@@ -402,8 +402,9 @@ class CExprEmitter:
             raise CodegenError(f"the C backend does not support the intrinsic {e.op.name!r}")
         return handler(e)
 
+    @abstractmethod
     def call_global(self, e: E.Call) -> str:
-        raise NotImplementedError
+        """Implemented by the concrete subclass."""
 
     def call_math(self, e: E.Call, name: str) -> str:
         elem = e.args[0].dtype.element_of()
