@@ -1,6 +1,7 @@
 """Rewriting TE expressions: substituting axes and redirecting or lowering tensor reads.
 
-`tir.substitute` dispatches on class names and so does not see `AxisVar`s; these mutators do.
+Plain substitution of axes is `kiln.tir.substitute` (visitors dispatch along the class hierarchy,
+so an `AxisVar` is a `Var` to it); `rewrite_loads` also maps every tensor read.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from kiln.te.tensor import ProducerLoad
 from kiln.tir.expr import PrimExpr
-from kiln.tir.functor import Mutator
+from kiln.tir.functor import Mutator, substitute
 
 
 class _Rewriter(Mutator):
@@ -28,9 +29,6 @@ class _Rewriter(Mutator):
     def visit_Var(self, v: Any) -> Any:
         return self.vmap.get(v, v)
 
-    visit_SizeVar = visit_Var
-    visit_AxisVar = visit_Var
-
     def visit_ProducerLoad(self, n: ProducerLoad) -> PrimExpr:
         n = self.generic_visit(n)
         return self.on_load(n) if self.on_load is not None else n
@@ -38,9 +36,7 @@ class _Rewriter(Mutator):
 
 def substitute_axes(expr: Any, vmap: dict[Any, PrimExpr]) -> Any:
     """``expr`` with each variable or axis of ``vmap`` (by identity) replaced."""
-    if not vmap:
-        return expr
-    return _Rewriter(vmap, None).visit(expr)
+    return substitute(expr, vmap)
 
 
 def rewrite_loads(

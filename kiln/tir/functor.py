@@ -135,10 +135,7 @@ class Substitute(Mutator):
         super().__init__()
         self.vmap = vmap
 
-    def visit_Var(self, v: Any) -> Any:
-        return self.vmap.get(v, v)
-
-    def visit_SizeVar(self, v: Any) -> Any:
+    def visit_Var(self, v: Any) -> Any:  # SizeVar and other Var subclasses arrive here too
         return self.vmap.get(v, v)
 
 

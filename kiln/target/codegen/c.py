@@ -362,7 +362,9 @@ class CodeGenC(CExprEmitter):
         value = self.expr(s.value)
         if index.dtype.lanes == 1:
             self.emit(f"{ptr}[{self.expr(index)}] = {self.to_storage(buf.dtype, value)};")
-        elif isinstance(index, E.Ramp) and _is_one(index.stride) and not buf.dtype.is_bool:
+        elif (
+            isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1) and not buf.dtype.is_bool
+        ):
             vt = self.unaligned_vector_type(s.value.dtype)
             self.emit(f"*({vt}*)({ptr} + {self.expr(index.base)}) = {value};")
         else:
@@ -380,7 +382,7 @@ class CodeGenC(CExprEmitter):
             self.allocate_scoped(s, scope)
             return
         elem = self.storage_type(s.dtype)
-        count = _const_product(s.extents)
+        count = const_product(s.extents)
         name = self.bind_var(s.buffer_var)
         if count is not None and count * s.dtype.itemsize <= self.STACK_ALLOC_BYTES:
             self.emit(f"{elem} {name}[{max(count, 1)}] __attribute__((aligned(64)));")
@@ -420,7 +422,7 @@ class CodeGenC(CExprEmitter):
                 return
         lo, ext = self.expr(s.min), self.expr(s.extent)
         name = self.bind_var(s.loop_var)
-        hi = ext if _is_zero(s.min) else f"({lo} + {ext})"
+        hi = ext if E.is_const_int(s.min, 0) else f"({lo} + {ext})"
         head = f"for ({self.type_of(s.loop_var.dtype)} {name} = {lo}; {name} < {hi}; ++{name}) {{"
         if s.kind == S.ForKind.PARALLEL:
             self.parallel_loop(s, head)
@@ -580,18 +582,11 @@ def restrict_decl(decl: str) -> str:
     return f"{ty} restrict {name}"
 
 
-def _const_product(extents: tuple[E.PrimExpr, ...]) -> int | None:
+def const_product(extents: tuple[E.PrimExpr, ...]) -> int | None:
+    """The product of constant extents, or None when any is symbolic."""
     total = 1
     for x in extents:
         if not isinstance(x, E.IntImm):
             return None
         total *= x.value
     return total
-
-
-def _is_one(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 1
-
-
-def _is_zero(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 0

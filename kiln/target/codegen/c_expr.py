@@ -316,7 +316,7 @@ class CExprEmitter(ABC):
         vt = self.type_of(e.dtype)
         iota = "{" + ", ".join(str(i) for i in range(e.lanes)) + "}"
         base, stride = self.expr(e.base), self.expr(e.stride)
-        scaled = f"(({vt}){iota})" if _is_one(e.stride) else f"(({vt}){iota} * {stride})"
+        scaled = f"(({vt}){iota})" if E.is_const_int(e.stride, 1) else f"(({vt}){iota} * {stride})"
         return f"({scaled} + {base})"
 
     def expr_Broadcast(self, e: E.Broadcast) -> str:
@@ -351,7 +351,9 @@ class CExprEmitter(ABC):
         return data if have == f"{want}*" else f"(({want}*){data})"
 
     def flat_index(self, buf: Buffer, indices: tuple[E.PrimExpr, ...], what: str) -> E.PrimExpr:
-        if len(indices) != 1 or (buf.elem_offset is not None and not _is_zero(buf.elem_offset)):
+        if len(indices) != 1 or (
+            buf.elem_offset is not None and not E.is_const_int(buf.elem_offset, 0)
+        ):
             raise CodegenError(
                 f"{what} of buffer {buf.name!r} has {len(indices)} indices: the C backend needs "
                 "flat 1-D accesses; run the FlattenBuffer pass first (kiln.build does)"
@@ -372,7 +374,7 @@ class CExprEmitter(ABC):
             lane = f"{r}[{k}] = {mask}[{k}] ? {ptr}[{idx}[{k}]] : 0;"
             loop = f"for (int {k} = 0; {k} < {e.dtype.lanes}; ++{k}) {lane}"
             return f"({{ {head} {loop} {r}; }})"
-        if isinstance(index, E.Ramp) and _is_one(index.stride):
+        if isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1):
             vt = self.unaligned_vector_type(e.dtype)
             return f"(*({vt}*)({ptr} + {self.expr(index.base)}))"
         return self.lanewise(e.dtype, lambda i: f"{ptr}[{i}]", index)
@@ -503,14 +505,6 @@ class CExprEmitter(ABC):
 
 _FLOORDIV = "T q = a / b, r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;"
 _FLOORMOD = "T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;"
-
-
-def _is_one(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 1
-
-
-def _is_zero(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 0
 
 
 def c_string(text: str) -> str:

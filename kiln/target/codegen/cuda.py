@@ -25,7 +25,7 @@ from typing import Any, Callable, ClassVar
 
 from kiln.ir.dtype import DataType
 from kiln.ir.module import IRModule
-from kiln.target.codegen.c import CodeGenC, Exit, FuncState, assert_message
+from kiln.target.codegen.c import CodeGenC, Exit, FuncState, assert_message, const_product
 from kiln.target.codegen.c_expr import CodegenError, c_string, is_op
 from kiln.target.codegen.c_prelude import storage_float_suffix
 from kiln.target.codegen.cuda_prelude import NATIVE_FLOATS, CudaPrelude
@@ -131,7 +131,7 @@ class CodeGenCUDA(CodeGenC):
                 f"{', '.join(sorted(THREAD_TAGS))}"
             )
         code = f"(({self.type_of(var.dtype)}){tag})"
-        if start is not None and not _is_zero(start):
+        if start is not None and not E.is_const_int(start, 0):
             code = f"({self.expr(start)} + {code})"
         self.fn.vars[var] = code
 
@@ -179,7 +179,9 @@ class CodeGenCUDA(CodeGenC):
 
     def stmt_BufferStore(self, s: S.BufferStore) -> None:
         index = self.flat_index(s.buffer, s.indices, "store")
-        if index.dtype.lanes == 1 or (isinstance(index, E.Ramp) and _is_one(index.stride)):
+        if index.dtype.lanes == 1 or (
+            isinstance(index, E.Ramp) and E.is_const_int(index.stride, 1)
+        ):
             super().stmt_BufferStore(s)
             return
         ptr = self.buffer_pointer(s.buffer)
@@ -201,7 +203,7 @@ class CodeGenCUDA(CodeGenC):
         if scope == "shared.dyn":
             self.allocate_dynamic_shared(s, elem)
             return
-        count = _const_product(s.extents)
+        count = const_product(s.extents)
         if scope not in ("shared", "local"):
             raise CodegenError(
                 f"{self.fn.label}: cannot allocate {s.buffer_var.name!r} in scope {scope!r} "
@@ -428,23 +430,6 @@ def threads_per_block(body: S.Stmt) -> int | None:
 
 def _storage_only(dtype: DataType) -> bool:
     return storage_float_suffix(dtype) is not None
-
-
-def _const_product(extents: tuple[E.PrimExpr, ...]) -> int | None:
-    total = 1
-    for x in extents:
-        if not isinstance(x, E.IntImm):
-            return None
-        total *= x.value
-    return total
-
-
-def _is_one(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 1
-
-
-def _is_zero(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 0
 
 
 def codegen_cuda(mod: IRModule, fast_math: bool = False) -> str:

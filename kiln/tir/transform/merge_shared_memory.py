@@ -36,7 +36,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.op import Op
 from kiln.ir.transform import Pass, PassContext
 from kiln.tir.buffer import Buffer, decl_buffer
-from kiln.tir.expr import BufferLoad, Call, FloorDiv, IntImm, PrimExpr, Ramp, StringImm, Var
+from kiln.tir.expr import BufferLoad, Call, FloorDiv, IntImm, PrimExpr, Ramp, Var
 from kiln.tir.function import PrimFunc
 from kiln.tir.functor import Mutator, Visitor
 from kiln.tir.stmt import (
@@ -44,7 +44,6 @@ from kiln.tir.stmt import (
     AttrStmt,
     BufferStore,
     DeclBuffer,
-    Evaluate,
     For,
     IfThenElse,
     Stmt,
@@ -53,6 +52,7 @@ from kiln.tir.stmt import (
 from kiln.tir.transform.annotate_device_regions import is_device_region, thread_tag
 from kiln.tir.transform.lower_device_kernel_launch import allocation_bytes
 from kiln.tir.transform.split_host_device import defined_vars, free_vars
+from kiln.tir.transform.thread_sync import is_sync
 from kiln.tir.type import PointerType
 
 VOLATILE = "tir.volatile"
@@ -191,12 +191,7 @@ class _Liveness(Visitor):
 
 
 def _is_barrier(s: Stmt) -> bool:
-    if not isinstance(s, Evaluate) or not isinstance(s.value, Call):
-        return False
-    call = s.value
-    if not isinstance(call.op, Op) or call.op.name != "tir.tvm_storage_sync" or not call.args:
-        return False
-    return isinstance(call.args[0], StringImm) and call.args[0].value in ("shared", "shared.dyn")
+    return is_sync(s, "shared") or is_sync(s, "shared.dyn")
 
 
 def _align(a: Allocate) -> int:
