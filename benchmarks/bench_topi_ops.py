@@ -69,10 +69,10 @@ def _kiln(outs: Any, inputs: list[Any], arrays: list[Any]) -> tuple[Callable[[],
     """A zero-argument call of the built kernel, and its output array."""
     import numpy as np
 
-    from kiln import topi
+    import kiln
 
     out = np.zeros([int(d.value) for d in outs.shape], "float32")
-    fn = topi.build_op(outs, [*inputs, outs])
+    fn = kiln.build_op(outs, [*inputs, outs])
     args = [*arrays, out]
     return (lambda: fn(*args)), out
 

@@ -1,8 +1,9 @@
 """kiln: a tensor-program compiler written in Python.
 
-The layers (see DESIGN.md): `kiln.ir` (core), `kiln.tir` (tensor-level IR), `kiln.arith`
-(simplifier), `kiln.script` (TVMScript parser/printer), `kiln.target` (codegen), `kiln.runtime`
-(tvm-ffi runtime), `kiln.driver` (`kiln.build`). Importing `kiln` stays cheap: the heavier
+The layers (see DESIGN.md): `kiln.ir` (core, `Target`), `kiln.tir` (tensor-level IR),
+`kiln.arith` (simplifier), `kiln.te` / `kiln.topi` (tensor expressions, operator library),
+`kiln.codegen` (C / CUDA), `kiln.script` (TVMScript parser/printer), `kiln.runtime` (tvm-ffi
+runtime), `kiln.driver` (`kiln.build`). Importing `kiln` stays cheap: the heavier
 entry points are loaded on first use.
 """
 
@@ -14,11 +15,12 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "build": ("kiln.driver", "build"),
+    "build_op": ("kiln.driver", "build_op"),
     "tensor": ("kiln.runtime", "tensor"),
     "empty": ("kiln.runtime", "empty"),
     "cpu": ("kiln.runtime", "cpu"),
     "cuda": ("kiln.runtime", "cuda"),
-    "Target": ("kiln.target", "Target"),
+    "Target": ("kiln.ir.target", "Target"),
 }
 
 

@@ -1,10 +1,16 @@
 """The small set of exception types kiln raises.
 
 - `KilnError`: base of everything kiln raises on purpose.
-- `IRError`: IR built from wrong pieces (a Python float where an expression is required, a buffer
-  indexed with the wrong number of dimensions). Raised by constructors' conversion helpers.
+- `IRError`: IR built from the wrong kind of piece (a Python float where an expression is
+  required, a string where a shape is): a `TypeError`. Raised by constructors' conversion helpers.
+- `IRValueError`: IR built from pieces of the right kind with a wrong value (a constant that does
+  not fit its dtype, a tensor listed twice, a schedule step on an axis that no longer exists): a
+  `ValueError`.
 - `ScriptError`: the user's script is wrong; carries a span and prints file:line:col with a caret.
 - `VerifyError`: a module broke an IR invariant (a compiler bug, or hand-built IR that is wrong).
+- `PassError`: a pass cannot transform what it was given; names the pass and the node (with its
+  source location when the node has one).
+- `CodegenError`: the lowered IR cannot be written as code for its target.
 - `ToolchainError`: the C compiler / NVRTC failed or is missing.
 - `FunctionNotFoundError`: a built module has no exposed function of that name.
 """
@@ -18,6 +24,10 @@ class KilnError(Exception):
 
 class IRError(KilnError, TypeError):
     """IR constructed from the wrong kind of value; the message says what was expected."""
+
+
+class IRValueError(KilnError, ValueError):
+    """IR constructed from a value of the right kind that is wrong; the message says why."""
 
 
 class VerifyError(KilnError):
@@ -49,6 +59,21 @@ class ScriptError(KilnError, SyntaxError):
 
     def __str__(self) -> str:
         return self._render()
+
+
+class PassError(KilnError):
+    """A pass met IR it cannot handle; the message names the pass, the node and where it is."""
+
+    def __init__(self, pass_name: str, message: str, node: object = None) -> None:
+        self.pass_name = pass_name
+        self.node = node
+        span = getattr(node, "span", None)
+        where = f" (at {span})" if span is not None else ""
+        super().__init__(f"{pass_name}: {message}{where}")
+
+
+class CodegenError(KilnError):
+    """The lowered IR cannot be turned into code for its target; the message says what to change."""
 
 
 class FunctionNotFoundError(KilnError, KeyError):

@@ -12,6 +12,7 @@ from typing import Any
 from kiln.arith.linear import Atom, Linear, from_linear, linear_bound, to_linear
 from kiln.arith.rules import RewriteContext, RuleSet, int_value, is_index, is_pure, make_int
 from kiln.ir.structural import structural_equal
+from kiln.ir.visitor import post_order_visit
 from kiln.tir.expr import (
     Add,
     Cast,
@@ -31,7 +32,7 @@ from kiln.tir.expr import (
     Sub,
     Var,
 )
-from kiln.tir.functor import post_order_visit, substitute
+from kiln.tir.functor import substitute
 
 ARITH = RuleSet("arith")
 

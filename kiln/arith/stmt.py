@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kiln.arith.rules import int_value
+from kiln.ir.visitor import Mutator
 from kiln.tir.expr import IntImm, Not, PrimExpr
-from kiln.tir.functor import Mutator
 from kiln.tir.stmt import (
     AssertStmt,
     AttrStmt,

@@ -9,20 +9,21 @@ generated source. The input module is always verified first, so malformed IR is 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from kiln import config
+from kiln import config, te, topi
+from kiln.codegen.build import codegen, compile_source
 from kiln.driver.pipeline import default_tir_pipeline
 from kiln.errors import KilnError
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
+from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext, Sequential
 from kiln.runtime import Module
-from kiln.target.build import codegen, compile_source
-from kiln.target.target import Target
 from kiln.tir.analysis import verify_well_formed
+from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH
 from kiln.tir.function import PrimFunc
-from kiln.tir.transform.lower_device_kernel_launch import KERNEL_LAUNCH
 
 
 def as_module(obj: IRModule | PrimFunc) -> IRModule:
@@ -74,9 +75,19 @@ def build(
         print(source, file=sys.stderr)
     # NOTE: kernels are exposed too (their symbol is the CUDA name); name the library after a host
     # entry point
-    entries = [f for f in mod.functions.values() if f.get_attr("calling_conv") != KERNEL_LAUNCH]
+    entries = [f for f in mod.functions.values() if f.get_attr(CALLING_CONV) != KERNEL_LAUNCH]
     hint = name or next((f.global_symbol for f in entries if f.global_symbol), None)
     return compile_source(source, tgt, flags=flags, name_hint=hint or "kiln")
+
+
+def build_op(
+    outputs: Any, args: Any, target: str | Target = "c", name: str = "main"
+) -> Callable[..., Any]:
+    """Schedule tensor-expression ``outputs`` with the operator library's default schedule
+    (`kiln.topi.schedule_for`), lower them with ``args`` (inputs then outputs) and build; returns
+    the compiled function (call it with arrays; outputs are written in place)."""
+    func = te.lower(topi.schedule_for(outputs, target), list(args), name=name)
+    return build(func, target=target)[name]
 
 
 def build_target(target: str | Target) -> Target:

@@ -20,8 +20,8 @@ kernels -- and are left out, so its pipeline is 2, 8 and 9.
 
 from __future__ import annotations
 
+from kiln.ir.target import Target
 from kiln.ir.transform import Pass
-from kiln.target.target import Target
 from kiln.tir.transform import (
     AnnotateDeviceRegions,
     BindTarget,

@@ -12,6 +12,7 @@ from kiln.ir.structural import (
     structural_equal,
     structural_hash,
 )
+from kiln.ir.target import TARGET_KINDS, Target, TargetKind
 from kiln.ir.transform import (
     Pass,
     PassContext,
@@ -39,6 +40,9 @@ __all__ = [
     "PrintAfterPass",
     "Sequential",
     "Span",
+    "TARGET_KINDS",
+    "Target",
+    "TargetKind",
     "TimePasses",
     "VerifyAfterPass",
     "as_attrs",

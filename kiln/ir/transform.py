@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TextIO
 
 from kiln.errors import VerifyError
+from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 
 
@@ -110,6 +111,31 @@ class Pass:
         for inst in ctx.instruments:
             inst.after_pass(out, self)
         return out
+
+
+@dataclass(frozen=True)
+class FunctionPass(Pass):
+    """A pass that rewrites each function of one kind on its own.
+
+    Subclasses set ``function_type`` and implement `transform`; functions of other kinds pass
+    through untouched, and a module whose functions all come back unchanged (``is``) is returned
+    as it was.
+    """
+
+    function_type: ClassVar[type] = BaseFunc
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        changed: dict[GlobalVar, BaseFunc] = {}
+        for gv, func in mod.items():
+            if isinstance(func, self.function_type):
+                new = self.transform(gv, func, mod, ctx)
+                if new is not func:
+                    changed[gv] = new
+        return mod.update_all(changed) if changed else mod
+
+    def transform(self, gv: GlobalVar, func: Any, mod: IRModule, ctx: PassContext) -> BaseFunc:
+        """The new version of ``func`` (``func`` itself when nothing changes)."""
+        raise TypeError(f"{type(self).__name__} must implement transform(gv, func, mod, ctx)")
 
 
 @dataclass(frozen=True)

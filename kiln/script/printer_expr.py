@@ -18,6 +18,7 @@ from typing import Any
 
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
+from kiln.ir.names import NameSupply
 from kiln.ir.node import Node
 from kiln.ir.op import Op
 from kiln.script.tir_ns.intrin import INTRIN_RULES, rule_dtype
@@ -80,6 +81,16 @@ _BINOPS: dict[type, tuple[str, int]] = {
 }
 _BINFUNCS: dict[type, str] = {Mod: "T.truncmod", Min: "T.min", Max: "T.max"}
 RESERVED = frozenset(keyword.kwlist) | {"T", "I", "range"}
+
+
+class ScriptNameSupply(NameSupply):
+    """Unique Python identifiers for printed variables, buffers and functions."""
+
+    def clean(self, hint: str) -> str:
+        base = re.sub(r"\W", "_", hint or "v")
+        return f"v_{base}" if not base or base[0].isdigit() else base
+
+
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -108,20 +119,12 @@ class ExprPrinter:
     def reset_names(self) -> None:
         self.names: dict[int, str] = {}
         self.keep: list[Any] = []  # keeps named nodes alive so their ids stay unique
-        self.used: set[str] = set(RESERVED) | {self.module_name}
+        self.used = ScriptNameSupply([*RESERVED, self.module_name])
         self.pre: list[str] = []
 
     # -- names -----------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        base = re.sub(r"\W", "_", hint or "v")
-        if not base or base[0].isdigit():
-            base = f"v_{base}"
-        name, i = base, 0
-        while name in self.used:
-            i += 1
-            name = f"{base}_{i}"
-        self.used.add(name)
-        return name
+        return self.used.fresh(hint)
 
     def define(self, node: Any, hint: str | None = None) -> str:
         """Name ``node`` (a Var or Buffer) at its definition."""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kiln.ir.visitor import pre_order_nodes
 from kiln.te.inline import loads_in
 from kiln.te.linear import Affine, Key, const_value, expr_key, to_affine
 from kiln.te.lower_loops import Guard, StageLoops
 from kiln.te.rewrite import substitute_axes
 from kiln.tir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, SizeVar, Var, convert
-from kiln.tir.functor import pre_order_nodes
 
 if TYPE_CHECKING:
     from kiln.te.lower import LowerState

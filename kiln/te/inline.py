@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kiln.ir.visitor import pre_order_nodes
 from kiln.te.rewrite import rewrite_loads, substitute_axes
 from kiln.te.tensor import ComputeOp, ProducerLoad
 from kiln.tir.expr import PrimExpr
-from kiln.tir.functor import pre_order_nodes
 
 if TYPE_CHECKING:
     from kiln.te.schedule import Schedule, Stage

@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from kiln.errors import IRError
+from kiln.ir.names import NameSupply
+from kiln.ir.visitor import pre_order_nodes
 from kiln.te.bound import infer_region, region_guards
 from kiln.te.inline import buffer_readers, effective_bodies
 from kiln.te.linear import Key, expr_key
@@ -26,7 +28,6 @@ from kiln.te.tensor import AxisVar, ComputeOp, Tensor
 from kiln.tir.buffer import Buffer, decl_buffer
 from kiln.tir.expr import PrimExpr, Var, convert
 from kiln.tir.function import PrimFunc
-from kiln.tir.functor import pre_order_nodes
 from kiln.tir.stmt import Stmt, seq
 
 
@@ -42,16 +43,11 @@ class LowerState:
         self.loops: dict[Stage, StageLoops] = {}
         self.loop_extents: dict[Key, PrimExpr] = {}
         self.children: dict[Stage, list[Stage]] = {s: [] for s in sch.stages}
-        self._names: set[str] = set()
+        self._names = NameSupply()
 
     def fresh_name(self, base: str) -> str:
         """``base``, or ``base_1``, ``base_2``... if already used in this function."""
-        name, k = base, 0
-        while name in self._names:
-            k += 1
-            name = f"{base}_{k}"
-        self._names.add(name)
-        return name
+        return self._names.fresh(base)
 
     def region_min(self, stage: Stage) -> list[PrimExpr]:
         """Where the stage's buffer starts in tensor coordinates (zeros unless a tile)."""

@@ -14,11 +14,11 @@ from typing import Any
 
 from kiln.errors import IRError
 from kiln.ir.dtype import DataType
+from kiln.ir.visitor import pre_order_nodes
 from kiln.te.reduce import Reduce
 from kiln.te.tensor import AxisVar, ComputeOp, PlaceholderOp, Tensor
 from kiln.tir import op as tir_op
 from kiln.tir.expr import PrimExpr, SizeVar, Var, convert
-from kiln.tir.functor import pre_order_nodes
 from kiln.tir.stmt import Range
 
 INT32 = DataType("int", 32)

@@ -15,9 +15,10 @@ from typing import Any
 from kiln.errors import IRError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
+from kiln.ir.visitor import pre_order_nodes
 from kiln.te.tensor import AxisVar
 from kiln.tir.expr import Max, Min, PrimExpr, Var, const, convert
-from kiln.tir.functor import pre_order_nodes, substitute
+from kiln.tir.functor import substitute
 from kiln.tir.op import max_value, min_value
 from kiln.tir.stmt import IterKind, Range
 

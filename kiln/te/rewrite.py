@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kiln.ir.visitor import Mutator
 from kiln.te.tensor import ProducerLoad
 from kiln.tir.expr import PrimExpr
-from kiln.tir.functor import Mutator, substitute
+from kiln.tir.functor import substitute
 
 
 class _Rewriter(Mutator):

@@ -18,8 +18,8 @@ from typing import Any
 from kiln.errors import IRError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
+from kiln.ir.visitor import pre_order_nodes
 from kiln.tir.expr import PrimExpr, Var, convert
-from kiln.tir.functor import pre_order_nodes
 from kiln.tir.stmt import IterKind, Range
 
 

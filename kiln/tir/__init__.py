@@ -2,6 +2,7 @@
 
 from types import ModuleType
 
+from kiln.ir.visitor import Mutator, Visitor, post_order_visit, pre_order_nodes
 from kiln.tir import builtin
 from kiln.tir.analysis import get_type, verify_well_formed
 from kiln.tir.buffer import Buffer, decl_buffer
@@ -42,7 +43,7 @@ from kiln.tir.expr import (
     convert,
 )
 from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator, Visitor, post_order_visit, pre_order_nodes, substitute
+from kiln.tir.functor import substitute
 from kiln.tir.op import (
     access_ptr,
     address_of,

@@ -585,3 +585,23 @@ def int_range(dtype: DataType) -> tuple[int, int]:
 def is_const_int(e: Any, value: int | None = None) -> bool:
     """True if ``e`` is an integer immediate (equal to ``value`` when given)."""
     return isinstance(e, IntImm) and (value is None or e.value == value)
+
+
+def as_const_int(e: Any) -> int | None:
+    """The value of a scalar integer immediate or a Python int, else None (bools included)."""
+    if isinstance(e, IntImm):
+        return e.value if e.dtype.lanes == 1 else None
+    if isinstance(e, int) and not isinstance(e, bool):
+        return e
+    return None
+
+
+def const_product(values: Any) -> int | None:
+    """The product of constant integers (immediates or ints), or None when any is symbolic."""
+    total = 1
+    for x in values:
+        v = as_const_int(x)
+        if v is None:
+            return None
+        total *= v
+    return total

@@ -13,6 +13,7 @@ from kiln.errors import IRError
 from kiln.ir.function import BaseFunc
 from kiln.ir.node import EMPTY_ATTRS, Attrs, FrozenMap, as_attrs
 from kiln.ir.span import Span
+from kiln.ir.transform import FunctionPass
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Var
 from kiln.tir.stmt import Stmt, _stmt
@@ -61,3 +62,9 @@ class PrimFunc(BaseFunc):
         from kiln.tir.functor import substitute_func
 
         return substitute_func(self, values)
+
+
+class PrimFuncPass(FunctionPass):
+    """Base of TIR passes that rewrite each PrimFunc on its own (see `FunctionPass`)."""
+
+    function_type: ClassVar[type] = PrimFunc

@@ -2,11 +2,11 @@
 
 Each operator is a function from `te.Tensor`s to `te.Tensor`s whose computes carry a tag and a
 fusion pattern (`kiln.topi.tag`). `schedule_for(outputs)` picks a default CPU schedule by
-pattern and `build_op(outputs, args)` schedules, lowers and builds in one call:
+pattern; `kiln.build_op(outputs, args)` schedules, lowers and builds in one call:
 
     x = te.placeholder((128, 1024), name="x")
     y = topi.nn.softmax(x)
-    f = topi.build_op(y, [x, y])
+    f = kiln.build_op(y, [x, y])
     f(x_np, y_np)
 """
 
@@ -38,7 +38,7 @@ from kiln.topi.elemwise import (
     tanh,
 )
 from kiln.topi.reduce import max, mean, min, sum
-from kiln.topi.schedule import build_op, register_schedule, schedule_for
+from kiln.topi.schedule import register_schedule, schedule_for
 from kiln.topi.tag import Pattern, pattern_of
 from kiln.topi.transform import (
     concatenate,
@@ -55,7 +55,6 @@ __all__ = [
     "Pattern",
     "abs",
     "add",
-    "build_op",
     "cast",
     "clip",
     "concatenate",

@@ -22,20 +22,18 @@ Schedules for other operator families (dense, conv2d in `kiln.topi.x86`) plug in
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import kiln.topi.generic  # noqa: F401  (registers the schedules of the nn operators)
 from kiln.errors import IRError
 from kiln.te import ComputeOp, Schedule, Stage, Tensor, create_schedule
-from kiln.te import lower as te_lower
 from kiln.topi.cuda import is_cuda_target, schedule_graph
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext, register_schedule
 from kiln.topi.generic.injective import schedule_injective
 from kiln.topi.generic.reduction import schedule_reduce
 from kiln.topi.tag import Pattern, is_injective, pattern_of
 
-__all__ = ["build_op", "register_schedule", "schedule_for", "stages_of"]
+__all__ = ["register_schedule", "schedule_for", "stages_of"]
 
 
 def _as_tensors(outputs: Any) -> list[Tensor]:
@@ -84,7 +82,7 @@ def _schedule_rest(sch: Schedule, ctx: ScheduleContext) -> None:
 
 def schedule_for(outputs: Any, target: Any = "c") -> Schedule:
     """The default schedule computing ``outputs`` (one tensor or a list), chosen by pattern;
-    ``target`` is a target string or `kiln.target.Target`."""
+    ``target`` is a target string or `kiln.ir.Target`."""
     outs = _as_tensors(outputs)
     sch = create_schedule(outs)
     ctx = ScheduleContext(target, outputs=[sch[t] for t in outs])
@@ -95,19 +93,6 @@ def schedule_for(outputs: Any, target: Any = "c") -> Schedule:
     _schedule_anchors(sch, ctx)
     _schedule_rest(sch, ctx)
     return sch
-
-
-def build_op(outputs: Any, args: Any, target: Any = "c", name: str = "main") -> Callable[..., Any]:
-    """Schedule ``outputs`` with `schedule_for`, lower with ``args`` (inputs then outputs) and
-    build; returns the compiled function (call it with numpy arrays, outputs written in place).
-
-    NOTE: `kiln.driver` sits above `kiln.topi` in the layer table; it is imported here, at call
-    time, so that importing the operator library never pulls in the compiler driver.
-    """
-    from kiln.driver import build
-
-    func = te_lower(schedule_for(outputs, target), list(args), name=name)
-    return build(func, target=target)[name]
 
 
 def stages_of(sch: Schedule) -> list[Stage]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from kiln import tir
 from kiln.ir import GlobalVar, IRModule
-from kiln.target import Target
+from kiln.ir.target import Target
 from kiln.tir.type import pointer_to
 
 CUDA = Target("cuda", host="c")

@@ -7,12 +7,12 @@ from collections.abc import Callable
 import pytest
 
 from kiln import tir
+from kiln.codegen import CodegenError
+from kiln.codegen.build import split_device_functions
+from kiln.codegen.cuda import codegen_cuda, threads_per_block
 from kiln.errors import ToolchainError
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime.cuda_compile import compile_cuda
-from kiln.target.build import split_device_functions
-from kiln.target.codegen import CodegenError
-from kiln.target.codegen.cuda import codegen_cuda, threads_per_block
 from tests.cuda import kernels as K
 
 pytestmark = pytest.mark.needs_nvrtc

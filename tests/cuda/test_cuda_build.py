@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 import kiln
+from kiln.codegen import CodegenError, codegen_c
+from kiln.codegen.build import codegen, cuda_arch, split_device_functions
 from kiln.errors import ToolchainError
+from kiln.ir.target import Target
 from kiln.runtime import cuda as cuda_device
 from kiln.runtime import cuda_runtime
-from kiln.target import CodegenError, codegen_c
-from kiln.target.build import codegen, cuda_arch, split_device_functions
-from kiln.target.target import Target
 from kiln.tir.transform import MakePackedAPI
 from tests.cuda import kernels as K
 from tests.cuda.fake_driver import build_fake_libcuda

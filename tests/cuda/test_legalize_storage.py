@@ -11,10 +11,10 @@ import pytest
 import kiln
 from kiln import tir
 from kiln.ir import GlobalVar, IRModule
-from kiln.target import Target
+from kiln.ir.target import Target
 from kiln.tir.transform import FlattenBuffer, LegalizeStorage, MakePackedAPI
 from kiln.tir.transform.legalize_storage import legalized_dtypes
-from tests.target.helpers import loop, prim_func
+from tests.codegen.helpers import loop, prim_func
 
 N = 4096
 DTYPES = {

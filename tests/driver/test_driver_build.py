@@ -16,7 +16,7 @@ from kiln import tir
 from kiln.driver import default_tir_pipeline, lower
 from kiln.errors import KilnError, VerifyError
 from kiln.ir import IRModule, Pass, PassContext
-from kiln.target import Target
+from kiln.ir.target import Target
 from tests.tir.builders import matmul_relu, symbolic_add
 
 REPO = Path(__file__).resolve().parents[2]

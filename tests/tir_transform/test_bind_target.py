@@ -6,9 +6,9 @@ import pytest
 
 from kiln import tir
 from kiln.ir import IRModule, assert_structural_equal
+from kiln.ir.target import TARGET_KINDS, Target, TargetKind
 from kiln.script import ir as I
 from kiln.script import tir as T
-from kiln.target import TARGET_KINDS, Target, TargetKind
 from kiln.tir.transform import BindTarget
 
 CUDA = Target("cuda")
@@ -281,7 +281,7 @@ def test_target_given_as_string_or_dict() -> None:
 def test_device_host_other_than_c(monkeypatch: pytest.MonkeyPatch) -> None:
     kinds = dict(TARGET_KINDS)
     kinds["cpu2"] = TargetKind("cpu2", "cpu", {})
-    monkeypatch.setattr("kiln.target.target.TARGET_KINDS", kinds)
+    monkeypatch.setattr("kiln.ir.target.TARGET_KINDS", kinds)
 
     @I.ir_module
     class Before:

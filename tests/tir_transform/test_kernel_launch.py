@@ -10,9 +10,9 @@ from kiln import tir
 from kiln.driver import default_tir_pipeline, lower
 from kiln.errors import KilnError
 from kiln.ir import IRModule, assert_structural_equal, structural_equal
+from kiln.ir.target import TARGET_KINDS, Target, TargetKind
 from kiln.script import ir as I
 from kiln.script import tir as T
-from kiln.target import TARGET_KINDS, Target, TargetKind
 from kiln.tir.transform import (
     AnnotateDeviceRegions,
     BindTarget,
@@ -49,7 +49,7 @@ def cpu2(monkeypatch: pytest.MonkeyPatch) -> Target:
     """A second host kind on the CPU, so two host targets can differ."""
     kinds = dict(TARGET_KINDS)
     kinds["cpu2"] = TargetKind("cpu2", "cpu", {})
-    monkeypatch.setattr("kiln.target.target.TARGET_KINDS", kinds)
+    monkeypatch.setattr("kiln.ir.target.TARGET_KINDS", kinds)
     return Target("cpu2")
 
 
@@ -235,7 +235,7 @@ def test_dynamic_shared_memory_size_is_the_last_launch_value() -> None:
     assert call.op.name == "tir.launch_kernel" and call.dtype == "int32"
     name, data, arg, bx, tx, smem = call.args
     assert name.value == "main_kernel" and arg is n and bx.value == 2 and tx is n
-    assert structural_equal(smem, tir.IntImm("int32", 4) * n)
+    assert structural_equal(smem, n * tir.IntImm("int32", 4))
 
 
 def test_host_call_of_a_plain_device_function_is_a_one_thread_launch() -> None:

@@ -270,6 +270,6 @@ def test_symbolic_sizes_are_placed_after_constant_ones() -> None:
     alloc = out["main"].body.body
     n = Module["main"].params[1]
     # B at 0 (64 bytes); A after it at 64 (a multiple of its 64-byte alignment): 64 + 4 * n
-    assert structural_equal(alloc.extents[0], tir.IntImm("int32", 64) + tir.IntImm("int32", 4) * n)
+    assert structural_equal(alloc.extents[0], tir.IntImm("int32", 64) + n * tir.IntImm("int32", 4))
     a_store = alloc.body.body.seq[0]
     assert structural_equal(a_store.indices[0], a_store.indices[0].a + 16)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kiln import tir
 from kiln.ir import IRModule, assert_structural_equal
+from kiln.ir.target import Target
 from kiln.script import ir as I
 from kiln.script import tir as T
-from kiln.target import Target
 from kiln.tir.transform import AnnotateDeviceRegions, SplitHostDevice
 
 CUDA = Target("cuda")

@@ -7,8 +7,8 @@ import pytest
 from kiln import tir
 from kiln.errors import KilnError
 from kiln.ir import GlobalVar, IRModule
+from kiln.tir.attrs import PACKED_API as ATTR
 from kiln.tir.transform import DimCheck, MakePackedAPI, PackedAPI
-from kiln.tir.transform.make_packed_api import ATTR
 from tests.tir.builders import caller_module, symbolic_add
 
 

@@ -191,7 +191,7 @@ def test_bad_input_names_operator_and_tensor() -> None:
 
 
 def test_explicit_vector_code_chunks_masks_and_fallback(rng: np.random.Generator) -> None:
-    """The emitter paths the kernels rely on (`kiln.target.codegen.c_vector`): chunks of the
+    """The emitter paths the kernels rely on (`kiln.codegen.c_vector`): chunks of the
     native width plus power-of-two and scalar remainders, ramps folded through // and %, a
     per-lane guard as a masked store that reads arguments only in active lanes, and the
     `omp simd` fallback for a per-lane choice between loads."""

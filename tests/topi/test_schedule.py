@@ -1,12 +1,13 @@
 """The default schedules' structure: vectorized and parallel loops where they pay, fused
 prologues and epilogues, per-row scratch only for softmax / layer_norm, the registry, the graph
-helpers (rfactor, recompute_for) and `build_op`."""
+helpers (rfactor, recompute_for) and `kiln.build_op`."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import kiln
 from kiln import te, tir, topi
 from kiln.errors import IRError
 from kiln.topi.generic import recompute_for, rfactor
@@ -92,7 +93,7 @@ def test_register_schedule_dispatches_on_tag(rng) -> None:
         x = te.placeholder((64, 8), name="x")
         k = te.reduce_axis((0, 8), name="k")
         y = te.compute((64,), lambda i: te.sum(x[i, k], axis=k), name="y", tag="test_custom_tag")
-        f = topi.build_op(y, [x, y])
+        f = kiln.build_op(y, [x, y])
         assert seen == ["y"]
         a, out = rng.standard_normal((64, 8)).astype("float32"), np.zeros(64, "float32")
         f(a, out)

@@ -18,6 +18,7 @@ from kiln.errors import VerifyError
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node, repr_short
+from kiln.ir.visitor import Visitor
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     ARITH_OPS,
@@ -35,7 +36,6 @@ from kiln.tir.expr import (
     is_const_int,
 )
 from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Visitor
 from kiln.tir.stmt import (
     Allocate,
     AttrStmt,

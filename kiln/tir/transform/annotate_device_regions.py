@@ -15,97 +15,33 @@ same as running it once. `SplitHostDevice` turns each wrapped region into a kern
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from kiln.ir.dtype import int32
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.ir.transform import Pass, PassContext
+from kiln.ir.target import Target
+from kiln.ir.transform import PassContext
+from kiln.ir.visitor import Mutator
+from kiln.tir import attrs
+from kiln.tir.analysis.device import func_target, is_device_region, is_region_marker
 from kiln.tir.expr import IntImm
-from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator, Visitor
-from kiln.tir.stmt import AttrStmt, For, ForKind, Stmt
-
-if TYPE_CHECKING:
-    from kiln.target.target import Target
-
-TARGET_ATTR = "target"
-"""Key of the AttrStmt that marks a device region (its node is the device `Target`)."""
+from kiln.tir.function import PrimFunc, PrimFuncPass
+from kiln.tir.stmt import AttrStmt, Stmt
 
 
-def as_target(value: Any) -> Target:
-    """A `Target` from a Target, a string such as ``"cuda -host=c"``, or a dict."""
-    # NOTE: imported here: kiln.target sits above kiln.tir in the layer table (it imports the
-    # code generators, which import tir). Target itself depends on nothing but kiln.errors.
-    from kiln.target.target import Target
-
-    return Target.from_any(value)
-
-
-def func_target(func: PrimFunc) -> Target | None:
-    """The function's ``"target"`` attribute as a `Target`, or None when it has none."""
-    value = func.get_attr("target")
-    return None if value is None else as_target(value)
-
-
-def thread_tag(s: Any) -> str | None:
-    """The thread tag a statement binds (``"threadIdx.x"``), or None when it binds none."""
-    if isinstance(s, AttrStmt) and s.attr_key == "thread_extent":
-        return getattr(s.node, "thread_tag", None) or None
-    if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING and s.thread_binding is not None:
-        tag = s.thread_binding.thread_tag
-        return None if tag.startswith("vthread") else tag
-    return None
-
-
-def is_device_region(s: Any) -> bool:
-    """True when ``s`` starts a thread scope (see module docstring)."""
-    return thread_tag(s) is not None
-
-
-def is_region_marker(s: Any) -> bool:
-    """True for the ``AttrStmt(target, "target", 0, ...)`` this pass wraps regions in."""
-    return isinstance(s, AttrStmt) and s.attr_key == TARGET_ATTR
-
-
-def has_device_region(stmt: Stmt) -> bool:
-    """True when ``stmt`` contains a thread scope anywhere."""
-    finder = _FindRegion()
-    finder.visit(stmt)
-    return finder.found
-
-
-class _FindRegion(Visitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found = False
-
-    def visit(self, n: Any) -> None:
-        if self.found or not isinstance(n, Stmt):
-            return  # expressions hold no statements
-        if is_device_region(n):
-            self.found = True
-            return
-        super().visit(n)
-
-
-class AnnotateDeviceRegions(Pass):
+@dataclass(frozen=True)
+class AnnotateDeviceRegions(PrimFuncPass):
     """Wrap each outermost thread scope of a host function in a device-target marker."""
 
     name: ClassVar[str] = "annotate-device-regions"
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = mod
-        for gv, func in mod.items():
-            if not isinstance(func, PrimFunc):
-                continue
-            target = func_target(func)
-            if target is None or target.host is None or target.is_host_kind:
-                continue
-            body = _Annotator(target.without_host()).visit(func.body)
-            if body is not func.body:
-                out = out.update(gv, replace(func, body=body))
-        return out
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        target = func_target(func)
+        if target is None or target.host is None or target.is_host_kind:
+            return func
+        return func.with_body(_Annotator(target.without_host()).visit(func.body))
 
 
 class _Annotator(Mutator):
@@ -117,7 +53,7 @@ class _Annotator(Mutator):
         if is_region_marker(n):
             return n
         if is_device_region(n):
-            return AttrStmt(self.device, TARGET_ATTR, IntImm(int32, 0), n)
+            return AttrStmt(self.device, attrs.DEVICE_REGION, IntImm(int32, 0), n)
         if not isinstance(n, Stmt):
             return n  # expressions hold no statements
         return super().visit(n)

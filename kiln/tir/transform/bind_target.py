@@ -27,25 +27,20 @@ a device function too.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
+from kiln.ir.names import NameSupply
+from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext
+from kiln.ir.visitor import Mutator, Visitor
+from kiln.tir import attrs
+from kiln.tir.analysis.device import as_target, func_target, has_device_region, is_device_region
+from kiln.tir.analysis.rebind import fresh_copy
 from kiln.tir.expr import Call
 from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator, Visitor
 from kiln.tir.stmt import AttrStmt, For, Stmt
-from kiln.tir.transform.annotate_device_regions import (
-    as_target,
-    func_target,
-    has_device_region,
-    is_device_region,
-)
-from kiln.tir.transform.split_host_device import fresh_copy
-
-if TYPE_CHECKING:
-    from kiln.target.target import Target
 
 HOST, DEVICE = "host", "device"
 
@@ -63,7 +58,7 @@ class BindTarget(Pass):
             plain = target.without_host()
             return mod.update_all(
                 {
-                    gv: f.with_attr("target", t if (t := func_target(f)) is not None else plain)
+                    gv: f.with_attr(attrs.TARGET, t if (t := func_target(f)) is not None else plain)
                     for gv, f in mod.items()
                     if isinstance(f, PrimFunc)
                 }
@@ -83,21 +78,21 @@ class _Binder:
     def run(self) -> IRModule:
         contexts = self.contexts()
         targets = {name: self.choose(name, contexts[name]) for name in self.funcs}
-        taken = {gv.name_hint for gv in self.mod}
+        taken = NameSupply(gv.name_hint for gv in self.mod)
         copies: dict[str, GlobalVar] = {}
         for name in self.funcs:
             if contexts[name] == {HOST, DEVICE} and self.fixed[name] is None:
-                copies[name] = GlobalVar(_fresh(f"{name}_host", taken))
+                copies[name] = GlobalVar(taken.fresh(f"{name}_host"))
         out = self.mod
         for name, func in self.funcs.items():
-            func = func.with_attr("target", targets[name])
+            func = func.with_attr(attrs.TARGET, targets[name])
             if copies and _runs_on_host(targets[name]):
                 func = replace(func, body=_HostCalls(copies).visit(func.body))
             out = out.update(self.mod.get_global_var(name), func)
         for name, gv in copies.items():
             func = self.funcs[name]
             host = self.with_host if has_device_region(func.body) else self.host
-            copy = fresh_copy(func).with_attr("target", host)
+            copy = fresh_copy(func).with_attr(attrs.TARGET, host)
             out = out.update(gv, replace(copy, body=_HostCalls(copies).visit(copy.body)))
         return out
 
@@ -145,15 +140,6 @@ class _Binder:
 
 def _runs_on_host(target: Target) -> bool:
     return target.is_host_kind or target.host is not None
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    out, k = name, 0
-    while out in taken:
-        k += 1
-        out = f"{name}_{k}"
-    taken.add(out)
-    return out
 
 
 def _call_sites(body: Stmt) -> list[tuple[str, bool]]:

@@ -14,36 +14,32 @@ is int64 when any index, dimension or stride is int64, or when a constant size n
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from kiln.errors import KilnError
+from kiln.errors import PassError
 from kiln.ir.dtype import DataType
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.ir.transform import Pass, PassContext
+from kiln.ir.transform import PassContext
+from kiln.ir.visitor import Mutator
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Add, Broadcast, BufferLoad, Cast, IntImm, Mul, PrimExpr, Ramp
-from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator
+from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.stmt import BufferStore, DeclBuffer
 
 INT32 = DataType("int", 32)
 INT64 = DataType("int", 64)
 
 
-class FlattenBuffer(Pass):
+@dataclass(frozen=True)
+class FlattenBuffer(PrimFuncPass):
     """Turn N-D buffer accesses into 1-D accesses of the same data pointer (see module doc)."""
 
     name: ClassVar[str] = "flatten-buffer"
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = mod
-        for gv, func in mod.items():
-            if isinstance(func, PrimFunc):
-                body = _Flattener().visit(func.body)
-                if body is not func.body:
-                    out = out.update(gv, replace(func, body=body))
-        return out
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return func.with_body(_Flattener().visit(func.body))
 
 
 class _Flattener(Mutator):
@@ -56,7 +52,9 @@ class _Flattener(Mutator):
         if hit is not None:
             return hit
         if buf.axis_separators:
-            raise KilnError(f"FlattenBuffer: buffer {buf.name!r} has axis_separators, unsupported")
+            raise PassError(
+                "flatten-buffer", f"buffer {buf.name!r} has axis_separators, unsupported"
+            )
         offset = buf.elem_offset
         if len(buf.shape) == 1 and not buf.strides and (offset is None or _const(offset) == 0):
             self.flat[buf] = buf

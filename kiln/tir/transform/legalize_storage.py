@@ -20,18 +20,19 @@ bit for bit. Vectors follow lane-wise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kiln.ir.dtype import DataType
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
-from kiln.ir.transform import Pass, PassContext
+from kiln.ir.transform import PassContext
+from kiln.ir.visitor import Mutator
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
-from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator
+from kiln.tir.attrs import TARGET
+from kiln.tir.function import PrimFunc, PrimFuncPass
 
 DEFAULT_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})
 """Types no target computes in natively by default."""
@@ -48,26 +49,24 @@ def legalized_dtypes(target: Any) -> frozenset[str]:
     return DEFAULT_DTYPES
 
 
-class LegalizeStorage(Pass):
-    """Compute narrow float types in float32, rounding on store (see module docstring)."""
+@dataclass(frozen=True)
+class LegalizeStorage(PrimFuncPass):
+    """Compute narrow float types in float32, rounding on store (see module docstring).
 
+    ``dtypes`` names the types to legalize; by default, those the function's target lacks."""
+
+    dtypes: frozenset[str] | None = None
     name: ClassVar[str] = "legalize-storage"
 
-    def __init__(self, dtypes: Iterable[str] | None = None) -> None:
-        self.dtypes = frozenset(dtypes) if dtypes is not None else None
+    def __post_init__(self) -> None:
+        if self.dtypes is not None:
+            object.__setattr__(self, "dtypes", frozenset(self.dtypes))
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = mod
-        for gv, func in mod.functions.items():
-            if not isinstance(func, PrimFunc):
-                continue
-            narrow = self.dtypes
-            if narrow is None:
-                narrow = legalized_dtypes(func.get_attr("target"))
-            new = func.with_body(_Widen(narrow).visit(func.body))
-            if new is not func:
-                out = out.update(gv, new)
-        return out
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        narrow = self.dtypes
+        if narrow is None:
+            narrow = legalized_dtypes(func.get_attr(TARGET))
+        return func.with_body(_Widen(narrow).visit(func.body))
 
 
 class _Widen(Mutator):

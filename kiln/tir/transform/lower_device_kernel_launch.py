@@ -34,31 +34,26 @@ functions get their effective (host) target as ``"target"``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from kiln.errors import KilnError
-from kiln.ir.dtype import int32, int64
+from kiln.errors import PassError
+from kiln.ir.dtype import int32
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
+from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext
+from kiln.ir.visitor import Mutator, Visitor
+from kiln.tir import attrs
+from kiln.tir.analysis.device import allocation_bytes, func_target, thread_tag
+from kiln.tir.analysis.vars import free_vars
 from kiln.tir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from kiln.tir.function import EMPTY_MAP, PrimFunc
-from kiln.tir.functor import Mutator, Visitor, substitute
+from kiln.tir.functor import substitute
 from kiln.tir.stmt import Allocate, AttrStmt, For
-from kiln.tir.transform.annotate_device_regions import func_target, thread_tag
-from kiln.tir.transform.split_host_device import free_vars
 from kiln.tir.type import PointerType
 
-if TYPE_CHECKING:
-    from kiln.target.target import Target
-
-KERNEL_LAUNCH = 2
-"""``calling_conv`` of a kernel launched from the host."""
-DEVICE_SUBROUTINE = 0
-"""``calling_conv`` of a plain function (a ``__device__`` subroutine on a device target)."""
-LAUNCH_PARAMS = "tir.kernel_launch_params"
-DYN_SHMEM = "tir.use_dyn_shared_memory"
+PASS = "lower-device-kernel-launch"
 
 
 @dataclass
@@ -88,16 +83,17 @@ class _Info:
         return tuple(bmap[p].data if p in bmap else p for p in self.func.params)
 
 
+@dataclass(frozen=True)
 class LowerDeviceKernelLaunch(Pass):
     """Turn host-to-kernel calls into launches and annotate kernels (see module docstring)."""
 
-    name: ClassVar[str] = "lower-device-kernel-launch"
+    name: ClassVar[str] = PASS
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         infos = {
             gv.name_hint: _info(gv.name_hint, f)
             for gv, f in mod.items()
-            if isinstance(f, PrimFunc) and f.get_attr("target") is not None
+            if isinstance(f, PrimFunc) and f.get_attr(attrs.TARGET) is not None
         }
         launched: set[str] = set()
         externs: set[str] = set()
@@ -127,22 +123,24 @@ def _info(name: str, func: PrimFunc) -> _Info:
     finder = _Threads()
     finder.visit(func.body)
     if len(finder.dyn) > 1:
-        raise KilnError(
+        raise PassError(
+            PASS,
             f"kernel {name!r} has {len(finder.dyn)} shared.dyn allocations; a kernel launch "
-            "passes one dynamic shared memory size: run MergeSharedMemoryAllocations first"
+            "passes one dynamic shared memory size: run MergeSharedMemoryAllocations first",
         )
     info.tags = tuple(finder.tags)
     info.extents = (*finder.tags.values(), *finder.dyn)
     info.dyn_shmem = bool(finder.dyn)
     if info.dyn_shmem and not info.tags:
-        raise KilnError(f"{name!r}: a shared.dyn allocation outside any thread scope")
+        raise PassError(PASS, f"{name!r}: a shared.dyn allocation outside any thread scope")
     params = set(info.params)
-    for tag, extent in zip((*info.tags, DYN_SHMEM), info.extents):
+    for tag, extent in zip((*info.tags, attrs.USE_DYN_SHARED_MEMORY), info.extents):
         inner = [v.name for v in free_vars(extent) if v not in params]
         if inner:
-            raise KilnError(
+            raise PassError(
+                PASS,
                 f"kernel {name!r}: the launch extent of {tag} depends on {', '.join(inner)}, "
-                "defined inside the kernel; launch extents must be computable from its parameters"
+                "defined inside the kernel; launch extents must be computable from its parameters",
             )
     return info
 
@@ -165,7 +163,9 @@ class _Threads(Visitor):
         tag = thread_tag(s)
         if tag is not None:
             if not (isinstance(s.min, IntImm) and s.min.value == 0):
-                raise KilnError(f"thread-bound loop over {tag} must start at 0, starts at {s.min}")
+                raise PassError(
+                    PASS, f"thread-bound loop over {tag} must start at 0, starts at {s.min}"
+                )
             self.tags.setdefault(tag, s.extent)
         self.generic_visit(s)
 
@@ -174,21 +174,6 @@ class _Threads(Visitor):
         if isinstance(ty, PointerType) and ty.storage_scope == "shared.dyn":
             self.dyn.append(allocation_bytes(s))
         self.generic_visit(s)
-
-
-def allocation_bytes(s: Allocate) -> PrimExpr:
-    """The bytes an allocation occupies: a constant when its extents are constants."""
-    size: PrimExpr = IntImm(int32, s.dtype.itemsize)
-    for e in s.extents:
-        if isinstance(size, IntImm) and isinstance(e, IntImm):
-            value = size.value * e.value
-            size = IntImm(int32 if value < 2**31 else int64, value)
-        else:
-            if e.dtype != size.dtype:
-                size = size.astype(e.dtype) if e.dtype.bits >= size.dtype.bits else size
-                e = e.astype(size.dtype)
-            size = size * e
-    return size
 
 
 class _Router(Mutator):
@@ -210,9 +195,10 @@ class _Router(Mutator):
         if caller.on_host and callee.is_kernel:
             return self.launch(new, callee)
         if not caller.on_host and callee.is_kernel:
-            raise KilnError(
+            raise PassError(
+                PASS,
                 f"device function {caller.name!r} calls kernel {callee.name!r}: a kernel can "
-                "only be launched from host code"
+                "only be launched from host code",
             )
         if caller.target == callee.target:
             return new
@@ -221,16 +207,18 @@ class _Router(Mutator):
             return Call(new.dtype, Op.get("tir.call_extern"), (StringImm(callee.name), *new.args))
         if caller.on_host:
             return self.launch(new, callee)
-        raise KilnError(
+        raise PassError(
+            PASS,
             f"device function {caller.name!r} ({caller.target}) calls {callee.name!r}, which "
-            f"runs on {callee.target}: device code can only call functions of its own device"
+            f"runs on {callee.target}: device code can only call functions of its own device",
         )
 
     def launch(self, call: Call, callee: _Info) -> Call:
         if len(call.args) != len(callee.params):
-            raise KilnError(
+            raise PassError(
+                PASS,
                 f"{self.caller.name!r} calls kernel {callee.name!r} with {len(call.args)} "
-                f"arguments; it takes {len(callee.params)}"
+                f"arguments; it takes {len(callee.params)}",
             )
         binding = dict(zip(callee.params, call.args))
         values = tuple(substitute(x, binding) for x in callee.extents)
@@ -242,19 +230,19 @@ class _Router(Mutator):
 def _annotate(func: PrimFunc, info: _Info, launched: bool, extern: bool) -> PrimFunc:
     """The function with the attributes its role needs (see module docstring)."""
     if info.on_host:
-        func = func.with_attr("target", info.target)  # type: ignore[assignment]
+        func = func.with_attr(attrs.TARGET, info.target)  # type: ignore[assignment]
     elif info.is_kernel or launched:
-        tags = (*info.tags, DYN_SHMEM) if info.dyn_shmem else info.tags
+        tags = (*info.tags, attrs.USE_DYN_SHARED_MEMORY) if info.dyn_shmem else info.tags
         func = replace(func, params=info.params, buffer_map=EMPTY_MAP)
-        attrs = {
-            "calling_conv": KERNEL_LAUNCH,
-            "global_symbol": info.symbol,
-            LAUNCH_PARAMS: tags,
-            "tir.is_global_func": True,
+        kernel = {
+            attrs.CALLING_CONV: attrs.KERNEL_LAUNCH,
+            attrs.GLOBAL_SYMBOL: info.symbol,
+            attrs.KERNEL_LAUNCH_PARAMS: tags,
+            attrs.IS_GLOBAL_FUNC: True,
         }
-        func = func.with_attr(attrs)  # type: ignore[assignment]
+        func = func.with_attr(kernel)  # type: ignore[assignment]
     else:
-        func = func.with_attr("calling_conv", DEVICE_SUBROUTINE)  # type: ignore[assignment]
+        func = func.with_attr(attrs.CALLING_CONV, attrs.DEVICE_SUBROUTINE)  # type: ignore[assignment]
     if extern and func.global_symbol is None:
-        func = func.with_attr("global_symbol", info.name)  # type: ignore[assignment]
+        func = func.with_attr(attrs.GLOBAL_SYMBOL, info.name)  # type: ignore[assignment]
     return func

@@ -15,7 +15,7 @@ Postcondition, for every PrimFunc:
 - a private function whose buffers have symbolic shapes no parameter provides is an error (its
   callers could not pass the dimensions).
 
-The code generator (`kiln.target.codegen.c_host`) turns a `PackedAPI` into C; this pass decides
+The code generator (`kiln.codegen.c_host`) turns a `PackedAPI` into C; this pass decides
 what is checked, and in which order.
 """
 
@@ -24,90 +24,38 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from kiln.errors import KilnError
+from kiln.errors import PassError
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.ir.transform import Pass, PassContext
+from kiln.ir.transform import PassContext
+from kiln.tir.analysis.vars import used_vars
+from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH, PACKED_API
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import IntImm, PrimExpr, Var
-from kiln.tir.function import EMPTY_MAP, PrimFunc
-from kiln.tir.functor import post_order_visit
+from kiln.tir.function import EMPTY_MAP, PrimFunc, PrimFuncPass
+from kiln.tir.packed_api import DimCheck, PackedAPI, PackedArg
 
-ATTR = "kiln.packed_api"
-"""The function attribute holding a `PackedAPI`."""
-
-
-@dataclass(frozen=True)
-class PackedArg:
-    """One argument of the entry: a tensor (``buffer`` set) or a scalar of ``param.dtype``."""
-
-    name: str
-    param: Var
-    buffer: Buffer | None = None
+PASS = "make-packed-api"
 
 
 @dataclass(frozen=True)
-class DimCheck:
-    """``args[arg].<field>[axis]`` must equal ``value``; when ``binds``, it defines ``value``."""
-
-    arg: int
-    field: str  # "shape" | "strides" | "elem_offset"
-    axis: int
-    value: PrimExpr
-    binds: bool = False
-
-
-@dataclass(frozen=True)
-class PackedAPI:
-    """The entry plan of one exposed function (see module docstring)."""
-
-    symbol: str
-    args: tuple[PackedArg, ...]
-    compact: tuple[int, ...]
-    checks: tuple[DimCheck, ...]
-    dims: tuple[Var, ...]
-
-    @property
-    def typed_params(self) -> tuple[Var, ...]:
-        """The typed function's parameters: one per argument, then the symbolic dims."""
-        return tuple(a.param for a in self.args) + self.dims
-
-    def __repr__(self) -> str:
-        def arg(a: PackedArg) -> str:
-            if a.buffer is None:
-                return f"{a.name}: {a.param.dtype}"
-            dims = ", ".join(d.name if isinstance(d, Var) else str(d) for d in a.buffer.shape)
-            return f"{a.name}: {a.buffer.dtype}[{dims}]"
-
-        binds = "".join(f", binds {c.value.name}" for c in self.checks if c.binds)  # type: ignore
-        return f"PackedAPI({self.symbol}({', '.join(arg(a) for a in self.args)}){binds})"
-
-
-KERNEL_LAUNCH = 2
-"""``calling_conv`` of a device kernel: launched by its host, never called through tvm-ffi."""
-
-
-class MakePackedAPI(Pass):
+class MakePackedAPI(PrimFuncPass):
     """Typed signatures for all functions and a checked entry plan for exposed ones."""
 
-    name: ClassVar[str] = "make-packed-api"
+    name: ClassVar[str] = PASS
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = mod
-        for gv, func in mod.items():
-            if not isinstance(func, PrimFunc) or func.get_attr(ATTR) is not None:
-                continue
-            if func.get_attr("calling_conv") == KERNEL_LAUNCH:  # device kernels have no entry
-                continue
-            label = func.global_symbol or gv.name_hint
-            args = _packed_args(func)
-            if func.global_symbol is None:
-                new = _private(func, args, label)
-            else:
-                api = _plan(func.global_symbol, args, label)
-                new = replace(func, params=api.typed_params, buffer_map=EMPTY_MAP)
-                new = new.with_attr(ATTR, api)
-            out = out.update(gv, new)
-        return out
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        if func.get_attr(PACKED_API) is not None:
+            return func
+        if func.get_attr(CALLING_CONV) == KERNEL_LAUNCH:  # device kernels have no entry
+            return func
+        label = func.global_symbol or gv.name_hint
+        args = _packed_args(func)
+        if func.global_symbol is None:
+            return _private(func, args, label)
+        api = _plan(func.global_symbol, args, label)
+        new = replace(func, params=api.typed_params, buffer_map=EMPTY_MAP)
+        return new.with_attr(PACKED_API, api)
 
 
 def _packed_args(func: PrimFunc) -> tuple[PackedArg, ...]:
@@ -127,25 +75,18 @@ def _private(func: PrimFunc, args: tuple[PackedArg, ...], label: str) -> PrimFun
             continue
         missing = _free_vars(a.buffer, set(params))
         if missing:
-            raise KilnError(
+            raise PassError(
+                PASS,
                 f"{label}: buffer {a.buffer.name!r} has symbolic dimension(s) "
                 f"{', '.join(sorted(v.name for v in missing))} that no parameter provides; "
                 "a private function's callers pass only data pointers, so add them as "
-                "scalar parameters"
+                "scalar parameters",
             )
     return replace(func, params=params, buffer_map=EMPTY_MAP)
 
 
 def _free_vars(buf: Buffer, bound: set[Var]) -> list[Var]:
-    found: list[Var] = []
-
-    def visit(n: object) -> None:
-        if isinstance(n, Var) and n not in bound and n not in found:
-            found.append(n)
-
-    for e in _fields(buf):
-        post_order_visit(e, visit)
-    return found
+    return [v for v in used_vars(tuple(_fields(buf))) if v not in bound]
 
 
 def _fields(buf: Buffer) -> list[PrimExpr]:
@@ -178,20 +119,15 @@ def _plan(symbol: str, args: tuple[PackedArg, ...], label: str) -> PackedAPI:
             else:
                 deferred.append(DimCheck(i, field, axis, value))
     for check in deferred:
-        missing = [v for v in _vars_of(check.value) if v not in bound]
+        missing = [v for v in used_vars(check.value) if v not in bound]
         if missing:
-            raise KilnError(
+            raise PassError(
+                PASS,
                 f"{label}: cannot determine {', '.join(v.name for v in missing)} from the "
                 f"arguments: {args[check.arg].name}.{check.field}[{check.axis}] is an "
-                "expression; declare the variable as a plain dimension or a scalar parameter"
+                "expression; declare the variable as a plain dimension or a scalar parameter",
             )
     return PackedAPI(symbol, args, tuple(compact), tuple(checks + deferred), tuple(dims))
-
-
-def _vars_of(e: PrimExpr) -> list[Var]:
-    found: list[Var] = []
-    post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) else None)
-    return found
 
 
 def _is_zero(e: PrimExpr) -> bool:

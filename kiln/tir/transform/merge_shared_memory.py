@@ -30,15 +30,19 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from kiln.errors import KilnError
+from kiln.errors import PassError
 from kiln.ir.dtype import bool_, int32
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
-from kiln.ir.transform import Pass, PassContext
+from kiln.ir.transform import PassContext
+from kiln.ir.visitor import Mutator, Visitor
+from kiln.tir.analysis.device import allocation_bytes, is_device_region, is_sync, thread_tag
+from kiln.tir.analysis.vars import defined_vars, free_vars
+from kiln.tir.attrs import VOLATILE
 from kiln.tir.buffer import Buffer, decl_buffer
 from kiln.tir.expr import BufferLoad, Call, FloorDiv, IntImm, PrimExpr, Ramp, Var
-from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator, Visitor
+from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.stmt import (
     Allocate,
     AttrStmt,
@@ -49,30 +53,21 @@ from kiln.tir.stmt import (
     Stmt,
     While,
 )
-from kiln.tir.transform.annotate_device_regions import is_device_region, thread_tag
-from kiln.tir.transform.lower_device_kernel_launch import allocation_bytes
-from kiln.tir.transform.split_host_device import defined_vars, free_vars
-from kiln.tir.transform.thread_sync import is_sync
 from kiln.tir.type import PointerType
 
-VOLATILE = "tir.volatile"
 MERGED_NAMES = {"shared.dyn": "buf_dyn_shmem", "shared": "buf_shmem"}
 
 
 @dataclass(frozen=True)
-class MergeSharedMemoryAllocations(Pass):
+class MergeSharedMemoryAllocations(PrimFuncPass):
     """Merge each kernel region's shared allocations into one buffer (see module docstring)."""
 
     merge_static_smem: bool = False
     name: ClassVar[str] = "merge-shared-memory-allocations"
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         scopes = ("shared.dyn", "shared") if self.merge_static_smem else ("shared.dyn",)
-        out = mod
-        for gv, func in mod.items():
-            if isinstance(func, PrimFunc):
-                out = out.update(gv, func.with_body(_Regions(scopes).visit(func.body)))
-        return out
+        return func.with_body(_Regions(scopes).visit(func.body))
 
 
 class _Regions(Mutator):
@@ -256,18 +251,20 @@ class _Rewrite(Mutator):
         off = self.offsets[var]
         if isinstance(off, int):
             if off % elem_bytes:
-                raise KilnError(
-                    f"MergeSharedMemoryAllocations: {var.name!r} is placed at byte {off}, not a "
-                    f"multiple of the {elem_bytes}-byte elements it is accessed as"
+                raise PassError(
+                    "merge-shared-memory-allocations",
+                    f"{var.name!r} is placed at byte {off}, not a "
+                    f"multiple of the {elem_bytes}-byte elements it is accessed as",
                 )
             return IntImm(dtype, off // elem_bytes)
         return FloorDiv(off, IntImm(off.dtype, elem_bytes)).astype(dtype)
 
     def index(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         if len(indices) != 1:
-            raise KilnError(
-                f"MergeSharedMemoryAllocations: buffer {buf.name!r} is accessed with "
-                f"{len(indices)} indices; run FlattenBuffer first"
+            raise PassError(
+                "merge-shared-memory-allocations",
+                f"buffer {buf.name!r} is accessed with "
+                f"{len(indices)} indices; run FlattenBuffer first",
             )
         (i,) = indices
         base = i.base if isinstance(i, Ramp) else i

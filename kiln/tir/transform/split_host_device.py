@@ -18,85 +18,23 @@ Postcondition: no such marker remains. Each marked region ``R`` of a function ``
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kiln.ir.dtype import int32
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
+from kiln.ir.names import NameSupply
 from kiln.ir.transform import Pass, PassContext
-from kiln.tir.buffer import Buffer
+from kiln.ir.visitor import Mutator
+from kiln.tir import attrs
+from kiln.tir.analysis.device import is_region_marker
+from kiln.tir.analysis.rebind import Rebind
+from kiln.tir.analysis.vars import free_vars
 from kiln.tir.expr import Call, Var
 from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator, Visitor
-from kiln.tir.stmt import AttrStmt, Evaluate, IterVar, Stmt
-from kiln.tir.transform.annotate_device_regions import is_region_marker
+from kiln.tir.stmt import AttrStmt, Evaluate, Stmt
 from kiln.tir.type import VOID
-
-
-class Rebind(Mutator):
-    """Replace variables by identity; with ``fresh``, every variable met gets a fresh copy.
-
-    Buffers are memoized so each buffer maps to exactly one new buffer (two loads of one buffer
-    still share it after the rewrite, which structural comparison and codegen rely on).
-    """
-
-    def __init__(self, vmap: dict[Var, Var] | None = None, fresh: bool = False) -> None:
-        super().__init__()
-        self.vmap: dict[Var, Any] = dict(vmap or {})
-        self.fresh = fresh
-        self.buffers: dict[Buffer, Buffer] = {}
-
-    def visit_Var(self, v: Var) -> Any:
-        hit = self.vmap.get(v)
-        if hit is None and self.fresh:
-            hit = self.vmap[v] = replace(v)
-        return v if hit is None else hit
-
-    def visit_Buffer(self, b: Buffer) -> Buffer:
-        hit = self.buffers.get(b)
-        if hit is None:
-            hit = self.buffers[b] = self.generic_visit(b)
-        return hit
-
-
-def fresh_copy(func: PrimFunc) -> PrimFunc:
-    """``func`` with every variable and buffer replaced by a fresh copy (same names and types)."""
-    return Rebind(fresh=True).visit(func)
-
-
-def free_vars(node: Any) -> list[Var]:
-    """Variables ``node`` (a statement or expression) uses but does not define, by first use."""
-    finder = _FreeVars()
-    finder.visit(node)
-    return [v for v in finder.used if v not in finder.defined]
-
-
-def defined_vars(stmt: Stmt) -> set[Var]:
-    """Variables ``stmt`` defines (loop, let, allocation and thread variables)."""
-    finder = _FreeVars()
-    finder.visit(stmt)
-    return finder.defined
-
-
-class _FreeVars(Visitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.used: dict[Var, None] = {}
-        self.defined: set[Var] = set()
-
-    def visit_Var(self, v: Var) -> None:
-        self.used.setdefault(v, None)
-
-    def generic_visit(self, n: Any) -> None:
-        for name in getattr(n, "_def_fields", ()):
-            value = getattr(n, name)
-            for item in value if isinstance(value, tuple) else (value,):
-                if isinstance(item, IterVar):
-                    item = item.var
-                if isinstance(item, Var):
-                    self.defined.add(item)
-        super().generic_visit(n)
 
 
 def kernel_params(used: list[Var]) -> list[Var]:
@@ -104,13 +42,14 @@ def kernel_params(used: list[Var]) -> list[Var]:
     return sorted(used, key=lambda v: (not v.dtype.is_handle, v.name))
 
 
+@dataclass(frozen=True)
 class SplitHostDevice(Pass):
     """Outline each marked device region into a kernel PrimFunc (see module docstring)."""
 
     name: ClassVar[str] = "split-host-device"
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        taken = {gv.name_hint for gv in mod}
+        taken = NameSupply(gv.name_hint for gv in mod)
         out = mod
         kernels: list[tuple[GlobalVar, PrimFunc]] = []
         for gv, func in mod.items():
@@ -127,7 +66,7 @@ class SplitHostDevice(Pass):
 
 
 class _Splitter(Mutator):
-    def __init__(self, base: str, taken: set[str]) -> None:
+    def __init__(self, base: str, taken: NameSupply) -> None:
         super().__init__()
         self.base = base
         self.taken = taken
@@ -144,16 +83,11 @@ class _Splitter(Mutator):
         params = kernel_params(free_vars(marker.body))
         rebind = Rebind({v: replace(v) for v in params})
         body = rebind.visit(marker.body)
-        attrs = {"target": marker.node, "tir.noalias": True, "tir.is_global_func": True}
-        kernel = PrimFunc(tuple(rebind.vmap[v] for v in params), body, VOID, attrs=attrs)
+        fattrs = {attrs.TARGET: marker.node, attrs.NOALIAS: True, attrs.IS_GLOBAL_FUNC: True}
+        kernel = PrimFunc(tuple(rebind.vmap[v] for v in params), body, VOID, attrs=fattrs)
         gv = GlobalVar(self.fresh_name())
         self.kernels.append((gv, kernel))
         return Evaluate(Call(int32, gv, tuple(params)), span=marker.span)
 
     def fresh_name(self) -> str:
-        name, k = f"{self.base}_kernel", 0
-        while name in self.taken:
-            k += 1
-            name = f"{self.base}_kernel_{k}"
-        self.taken.add(name)
-        return name
+        return self.taken.fresh(f"{self.base}_kernel")

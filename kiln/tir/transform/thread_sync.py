@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
-from kiln.ir.transform import Pass, PassContext
+from kiln.ir.transform import PassContext
+from kiln.ir.visitor import Mutator, Visitor, pre_order_nodes
+from kiln.tir.analysis.device import is_sync, thread_tag
 from kiln.tir.expr import BufferLoad, Call, StringImm, Var
-from kiln.tir.function import PrimFunc
-from kiln.tir.functor import Mutator, Visitor, pre_order_nodes
+from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.stmt import (
     Allocate,
     AttrStmt,
@@ -43,38 +45,23 @@ from kiln.tir.stmt import (
     Stmt,
     seq,
 )
-from kiln.tir.transform.annotate_device_regions import thread_tag
 from kiln.tir.type import PointerType
 
 
 @dataclass(frozen=True)
-class ThreadSync(Pass):
+class ThreadSync(PrimFuncPass):
     """Insert ``tvm_storage_sync(scope)`` barriers in kernel regions (see module docstring)."""
 
     scope: str = "shared"
     name: ClassVar[str] = "thread-sync"
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = mod
-        for gv, func in mod.items():
-            if isinstance(func, PrimFunc):
-                out = out.update(gv, func.with_body(_Insert(self.scope).visit(func.body)))
-        return out
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return func.with_body(_Insert(self.scope).visit(func.body))
 
 
 def storage_sync(scope: str) -> Evaluate:
     """The barrier statement ``T.tvm_storage_sync(scope)``."""
     return Evaluate(Call("int32", Op.get("tir.tvm_storage_sync"), (StringImm(scope),)))
-
-
-def is_sync(s: Stmt, scope: str) -> bool:
-    """True when ``s`` is ``tvm_storage_sync(scope)``."""
-    if not isinstance(s, Evaluate) or not isinstance(s.value, Call):
-        return False
-    call = s.value
-    if not isinstance(call.op, Op) or call.op.name != "tir.tvm_storage_sync" or not call.args:
-        return False
-    return isinstance(call.args[0], StringImm) and call.args[0].value == scope
 
 
 def _in_scope(scope: str, storage: str) -> bool:

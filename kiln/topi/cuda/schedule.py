@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln.errors import IRError
+from kiln.ir.target import Target
 from kiln.te import AxisVar, ComputeOp, Schedule, Stage, Tensor, thread_axis
 from kiln.topi import tag
 from kiln.topi.generic.common import ScheduleContext, extent, fuse_all
@@ -41,16 +42,12 @@ ROW_TAGS = (tag.SOFTMAX, tag.LOG_SOFTMAX, tag.LAYER_NORM)
 
 
 def is_cuda_target(target: Any) -> bool:
-    """True when ``target`` (a string, dict or `kiln.target.Target`) is a CUDA target."""
-    from kiln.target.target import Target  # NOTE: target sits beside topi; import at use
-
+    """True when ``target`` (a string, dict or `kiln.ir.Target`) is a CUDA target."""
     return Target.from_any(target).kind == "cuda"
 
 
 def max_threads(target: Any) -> int:
     """``BLOCK`` capped by the target's ``max_threads_per_block``."""
-    from kiln.target.target import Target
-
     attrs = dict(Target.from_any(target).attrs)
     return min(BLOCK, int(attrs.get("max_threads_per_block") or BLOCK))
 

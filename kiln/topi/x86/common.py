@@ -19,7 +19,7 @@ PARALLEL_MIN_COPY = 1 << 16
 
 EXPLICIT_VECTOR = "explicit_vector"
 """The loop pragma asking the C emitter for explicit vector code
-(`kiln.target.codegen.c_vector`)."""
+(`kiln.codegen.c_vector`)."""
 
 
 def work_of(op: Any) -> int | None:

@@ -10,7 +10,7 @@ three stages that `schedule_matmul` turns into a kernel at about numpy/OpenBLAS 
    the end read the last row of A again (``min(i, n - 1)``), columns past the end multiply the
    zero padding. Nothing in the kernel is guarded, so the schedule computes each ``rows x cols``
    tile in registers: ``k`` outermost, rows unrolled, columns as explicit vectors (see
-   `kiln.target.codegen.c_vector`), every step one broadcast of A per row and one vector load
+   `kiln.codegen.c_vector`), every step one broadcast of A per row and one vector load
    of the panel per vector, fused into ``rows * vectors`` FMAs.
 3. the output copies the tile out (adding the bias for `dense`), guarded at the edges; element-
    wise epilogues (``relu(dense(...))``) are inlined into it by the schedule.

@@ -12,7 +12,7 @@ import kiln
 from kiln import tir
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime import Module
-from tests.target.helpers import loop, prim_func
+from tests.codegen.helpers import loop, prim_func
 
 N = 64
 

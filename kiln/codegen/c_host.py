@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kiln.codegen.c import CodeGenC, Exit, FuncState
+from kiln.codegen.c_expr import c_string
+from kiln.codegen.c_host_prelude import HOST_HELPERS
+from kiln.codegen.c_prelude import Prelude
+from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.module import IRModule
 from kiln.runtime import metadata_c_source
-from kiln.target.codegen.c import CodeGenC, Exit, FuncState
-from kiln.target.codegen.c_expr import CodegenError, c_string
-from kiln.target.codegen.c_host_prelude import HOST_HELPERS
-from kiln.target.codegen.c_prelude import Prelude
 from kiln.tir import expr as E
+from kiln.tir.attrs import PACKED_API
 from kiln.tir.function import PrimFunc
-from kiln.tir.transform.make_packed_api import ATTR, DimCheck, PackedAPI, PackedArg
+from kiln.tir.packed_api import DimCheck, PackedAPI, PackedArg
 
 DL_CODES = {
     "int": 0,
@@ -74,7 +76,7 @@ class CodeGenCHost(CodeGenC):
 
     # -- entries ----------------------------------------------------------------------------
     def define_entry(self, st: FuncState) -> None:
-        api = st.func.get_attr(ATTR)
+        api = st.func.get_attr(PACKED_API)
         if not isinstance(api, PackedAPI):
             raise CodegenError(
                 f"exposed function {st.label!r} has no packed API: run the MakePackedAPI pass "

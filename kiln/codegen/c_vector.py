@@ -26,12 +26,13 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from kiln.codegen.c_prelude import storage_float_suffix
 from kiln.errors import KilnError
 from kiln.ir.dtype import DataType
-from kiln.target.codegen.c_prelude import storage_float_suffix
+from kiln.ir.visitor import pre_order_nodes
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
-from kiln.tir.functor import pre_order_nodes, substitute
+from kiln.tir.functor import substitute
 
 EXPLICIT_VECTOR_KEY = "pragma_explicit_vector"
 """The `For` annotation that asks for explicit vector code."""

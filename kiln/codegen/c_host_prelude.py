@@ -9,7 +9,7 @@ or an out-of-range scalar raise ``ValueError``.
 
 from __future__ import annotations
 
-from kiln.target.codegen.c_prelude import HELPERS
+from kiln.codegen.c_prelude import HELPERS
 
 _FAIL = r"""
 static int kiln_fail(const char* kind, const char* fmt, ...) {

@@ -1,6 +1,6 @@
 """C-safe, unique identifiers for generated code.
 
-`NameSupply` hands out names that are valid C identifiers, are not C keywords, and do not collide
+`CNameSupply` hands out names that are valid C identifiers, are not C keywords, and do not collide
 with anything the generated file or its headers define (libc and libm functions, header macros,
 tvm-ffi and DLPack names, kiln's own ``kiln_`` helpers, vector typedefs such as ``float32x8``),
 nor with any name it handed out before. A function body gets a child supply, so a local never
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from kiln.target.codegen.c_reserved import LIBC_NAMES
+from kiln.codegen.c_reserved import LIBC_NAMES
+from kiln.ir.names import NameSupply
 
 C_KEYWORDS = frozenset(
     """auto break case char const continue default do double else enum extern float for goto if
@@ -59,38 +60,12 @@ def sanitize(hint: str) -> str:
     return name
 
 
-class NameSupply:
-    """Hands out unique C-safe names; `child()` makes a scope that sees every name used here."""
+class CNameSupply(NameSupply):
+    """Hands out unique C-safe names (see module docstring); `child()` makes a nested scope."""
 
-    def __init__(self, used: set[str] | None = None) -> None:
-        self._used: set[str] = set(used or ())
-        self._next: dict[str, int] = {}
-
-    def reserve(self, name: str) -> None:
-        """Mark ``name`` as taken (e.g. an exported symbol that must keep its exact spelling)."""
-        self._used.add(name)
+    def clean(self, hint: str) -> str:
+        base = sanitize(hint)
+        return "v_" + base.lstrip("_") if _RESERVED_PREFIX.match(base) else base
 
     def is_free(self, name: str) -> bool:
-        return name not in self._used and not is_reserved(name)
-
-    def fresh(self, hint: str) -> str:
-        """A new name based on ``hint``: the hint itself if free, else ``hint_1``, ``hint_2``..."""
-        base = sanitize(hint)
-        if _RESERVED_PREFIX.match(base):
-            base = "v_" + base.lstrip("_")
-        if self.is_free(base):
-            self._used.add(base)
-            return base
-        k = self._next.get(base, 1)
-        while not self.is_free(f"{base}_{k}"):
-            k += 1
-        self._next[base] = k + 1
-        name = f"{base}_{k}"
-        self._used.add(name)
-        return name
-
-    def child(self) -> NameSupply:
-        """A supply for a nested scope: starts with every name taken here."""
-        sub = NameSupply(self._used)
-        sub._next = dict(self._next)
-        return sub
+        return super().is_free(name) and not is_reserved(name)

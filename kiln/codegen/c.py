@@ -6,7 +6,7 @@ definition. Because all functions are declared first, any function may call any 
 order (mutual recursion included).
 
 Naming: exposed functions keep their ``global_symbol`` as C name when it is free; private
-functions are named after their `GlobalVar`; both are made unique and C-safe by `NameSupply`
+functions are named after their `GlobalVar`; both are made unique and C-safe by `CNameSupply`
 (a private function called ``int`` becomes ``int_1``). Locals of a function come from a child
 supply, so they never shadow a function. Two functions claiming one ``global_symbol`` is an error.
 
@@ -18,11 +18,11 @@ loop an error cannot return: it is moved to a shared slot, the iteration ends, a
 that started the loop raises it afterwards.
 
 Loops: a vectorized loop is a scalar loop under ``#pragma omp simd``, or, when annotated
-``pragma_explicit_vector``, straight-line GCC vector code (`kiln.target.codegen.c_vector`); an
+``pragma_explicit_vector``, straight-line GCC vector code (`kiln.codegen.c_vector`); an
 ``IfThenElse`` on a vector condition (which only that rewriter produces) is a masked store.
 
 Subclasses (CUDA) override the class attributes and the ``stmt_<Node>`` / ``expr_<Node>`` /
-``call_<op>`` methods they need; `kiln.target.codegen.c_host.CodeGenCHost` adds the tvm-ffi
+``call_<op>`` methods they need; `kiln.codegen.c_host.CodeGenCHost` adds the tvm-ffi
 entry points.
 """
 
@@ -33,16 +33,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
+from kiln.codegen.c_vector import EXPLICIT_VECTOR_KEY, vectorize_loop
+from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
+from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.target.codegen.c_expr import CExprEmitter, CodegenError, c_string, is_op
-from kiln.target.codegen.c_vector import EXPLICIT_VECTOR_KEY, vectorize_loop
-from kiln.target.codegen.names import C_HEADER_NAMES, NameSupply
 from kiln.tir import builtin
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
+from kiln.tir.attrs import NOALIAS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
 
@@ -72,7 +74,7 @@ class FuncState:
     func: PrimFunc
     c_name: str
     label: str
-    names: NameSupply
+    names: CNameSupply
     vars: dict[E.Var, str] = field(default_factory=dict)
     heap: list[str] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
@@ -95,7 +97,7 @@ class CodeGenC(CExprEmitter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.names = NameSupply()
+        self.names = CNameSupply()
         self.funcs: dict[GlobalVar, FuncState] = {}
         self.by_symbol: dict[str, GlobalVar] = {}
         self.extern_decls: dict[str, str] = {}
@@ -150,7 +152,7 @@ class CodeGenC(CExprEmitter):
         for gv, f in ordered:
             label = f.global_symbol or gv.name_hint
             c_name = self.names.fresh(label)
-            self.funcs[gv] = FuncState(gv, f, c_name, label, NameSupply())
+            self.funcs[gv] = FuncState(gv, f, c_name, label, CNameSupply())
             self.by_symbol.setdefault(label, gv)
         for gv, f in funcs:
             self.by_symbol.setdefault(gv.name_hint, gv)
@@ -382,7 +384,7 @@ class CodeGenC(CExprEmitter):
             self.allocate_scoped(s, scope)
             return
         elem = self.storage_type(s.dtype)
-        count = const_product(s.extents)
+        count = E.const_product(s.extents)
         name = self.bind_var(s.buffer_var)
         if count is not None and count * s.dtype.itemsize <= self.STACK_ALLOC_BYTES:
             self.emit(f"{elem} {name}[{max(count, 1)}] __attribute__((aligned(64)));")
@@ -573,20 +575,10 @@ def assert_message(message: E.PrimExpr) -> tuple[str, str]:
 
 def is_noalias(func: PrimFunc) -> bool:
     """True if ``func`` promises that its buffer arguments do not overlap (TE lowering sets it)."""
-    return bool(func.get_attr("tir.noalias", False))
+    return bool(func.get_attr(NOALIAS, False))
 
 
 def restrict_decl(decl: str) -> str:
     """``T* name`` as ``T* restrict name``."""
     ty, _, name = decl.rpartition(" ")
     return f"{ty} restrict {name}"
-
-
-def const_product(extents: tuple[E.PrimExpr, ...]) -> int | None:
-    """The product of constant extents, or None when any is symbolic."""
-    total = 1
-    for x in extents:
-        if not isinstance(x, E.IntImm):
-            return None
-        total *= x.value
-    return total

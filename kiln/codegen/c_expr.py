@@ -20,19 +20,14 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar
 
-from kiln.errors import KilnError
+from kiln.codegen.c_prelude import Prelude, storage_float_suffix
+from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.op import Op
-from kiln.target.codegen.c_prelude import Prelude, storage_float_suffix
 from kiln.tir import expr as E
 from kiln.tir.buffer import Buffer
 from kiln.tir.type import PointerType, PrimType, TupleType
-
-
-class CodegenError(KilnError):
-    """The IR cannot be turned into code for this target; the message says what to change."""
-
 
 SCALAR_C_TYPES: dict[str, str] = {
     "bool": "bool",

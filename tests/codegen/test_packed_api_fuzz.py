@@ -16,7 +16,7 @@ import kiln
 from kiln import tir
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime import Module
-from tests.target.helpers import prim_func
+from tests.codegen.helpers import prim_func
 
 CALLS = 2400
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kiln.errors import KilnError
-from kiln.target import TARGET_KINDS, Target, TargetKind
+from kiln.ir.target import TARGET_KINDS, Target, TargetKind
 
 
 def test_from_any_and_str() -> None:
@@ -80,7 +80,7 @@ def test_repr_names_the_target() -> None:
 def test_a_registered_kind_with_attributes_and_host(monkeypatch: pytest.MonkeyPatch) -> None:
     kinds = dict(TARGET_KINDS)
     kinds["fake"] = TargetKind("fake", "gpu", {"arch": "sm_50", "fast": False}, is_host=False)
-    monkeypatch.setattr("kiln.target.target.TARGET_KINDS", kinds)
+    monkeypatch.setattr("kiln.ir.target.TARGET_KINDS", kinds)
     t = Target.from_any("fake -arch=sm_90 -fast")
     assert str(t) == "fake -arch=sm_90 -fast"
     assert t.get("arch") == "sm_90" and t.device == "gpu"
@@ -95,7 +95,7 @@ def test_a_registered_kind_with_attributes_and_host(monkeypatch: pytest.MonkeyPa
 def test_host_with_attributes_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
     kinds = dict(TARGET_KINDS)
     kinds["cpu2"] = TargetKind("cpu2", "cpu", {"opt": 2})
-    monkeypatch.setattr("kiln.target.target.TARGET_KINDS", kinds)
+    monkeypatch.setattr("kiln.ir.target.TARGET_KINDS", kinds)
     t = Target("cuda", host="cpu2 -opt=3")
     assert str(t) == "cuda -host='cpu2 -opt=3'"
     assert Target(str(t)) == t and t.host.get("opt") == 3

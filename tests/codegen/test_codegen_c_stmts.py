@@ -8,11 +8,11 @@ import tvm_ffi
 
 import kiln
 from kiln import tir
+from kiln.codegen import CodegenError, codegen_c
 from kiln.driver import lower
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime import Module
-from kiln.target import CodegenError, codegen_c
-from tests.target.helpers import f32, loop, prim_func
+from tests.codegen.helpers import f32, loop, prim_func
 
 F32x8 = {"A": ((64,), "float32"), "B": ((64,), "float32"), "C": ((64,), "float32")}
 

@@ -2,7 +2,7 @@
 
 `Prelude` records which helpers and vector typedefs the emitted code used, and renders only those
 (in dependency order), so a small kernel stays a small file. Every helper name starts with
-``kiln_`` (reserved by `kiln.target.codegen.names`).
+``kiln_`` (reserved by `kiln.codegen.names`).
 
 Storage-only float types (float16, bfloat16, float8_e4m3fn, float8_e5m2) live in memory as
 ``uint16_t`` / ``uint8_t`` bit patterns; their *values* are C ``float``s that always hold a number

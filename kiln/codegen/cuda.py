@@ -23,20 +23,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
+from kiln.codegen.c import CodeGenC, Exit, FuncState, assert_message
+from kiln.codegen.c_expr import c_string, is_op
+from kiln.codegen.c_prelude import storage_float_suffix
+from kiln.codegen.cuda_prelude import NATIVE_FLOATS, CudaPrelude
+from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.module import IRModule
-from kiln.target.codegen.c import CodeGenC, Exit, FuncState, assert_message, const_product
-from kiln.target.codegen.c_expr import CodegenError, c_string, is_op
-from kiln.target.codegen.c_prelude import storage_float_suffix
-from kiln.target.codegen.cuda_prelude import NATIVE_FLOATS, CudaPrelude
+from kiln.ir.visitor import post_order_visit
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
-from kiln.tir.function import PrimFunc
-from kiln.tir.functor import post_order_visit
+from kiln.tir.analysis.device import is_kernel
+from kiln.tir.attrs import NOALIAS
 from kiln.tir.type import PointerType
-
-KERNEL_CALLING_CONV = 2
-"""``calling_conv`` of a device kernel launched from the host (TVM's kDeviceKernelLaunch)."""
 
 THREAD_TAGS = frozenset(f"{k}.{a}" for k in ("threadIdx", "blockIdx") for a in ("x", "y", "z"))
 
@@ -55,11 +54,6 @@ FAST_MATH: dict[str, str] = {
 
 DYN_SHMEM = "kiln_dyn_shmem"
 SHMEM_ALIGN = 16
-
-
-def is_kernel(func: PrimFunc) -> bool:
-    """True for a kernel launched from the host (as opposed to a ``__device__`` helper)."""
-    return func.get_attr("calling_conv", 0) == KERNEL_CALLING_CONV
 
 
 class CodeGenCUDA(CodeGenC):
@@ -90,7 +84,7 @@ class CodeGenCUDA(CodeGenC):
 
     def param_decl(self, st: FuncState, p: E.Var) -> str:
         decl = self.declare(p, st.vars[p])
-        noalias = st.func.get_attr("tir.noalias", False)
+        noalias = st.func.get_attr(NOALIAS, False)
         if noalias and isinstance(p.type_annotation, PointerType) and is_kernel(st.func):
             ty, _, name = decl.rpartition(" ")
             return f"{ty} __restrict__ {name}"
@@ -203,7 +197,7 @@ class CodeGenCUDA(CodeGenC):
         if scope == "shared.dyn":
             self.allocate_dynamic_shared(s, elem)
             return
-        count = const_product(s.extents)
+        count = E.const_product(s.extents)
         if scope not in ("shared", "local"):
             raise CodegenError(
                 f"{self.fn.label}: cannot allocate {s.buffer_var.name!r} in scope {scope!r} "

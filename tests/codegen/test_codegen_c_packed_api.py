@@ -9,7 +9,7 @@ import kiln
 from kiln import tir
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime import Module, build_module, metadata_c_source
-from tests.target.helpers import f32, loop, prim_func
+from tests.codegen.helpers import f32, loop, prim_func
 
 
 def _copy2d(A: tir.Buffer, B: tir.Buffer) -> tir.Stmt:

@@ -20,20 +20,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kiln.codegen.c import FuncState
+from kiln.codegen.c_expr import c_string, is_op
+from kiln.codegen.c_host import CodeGenCHost
+from kiln.codegen.c_host_prelude import HOST_HELPERS
+from kiln.codegen.c_prelude import Prelude
+from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
+from kiln.ir.visitor import post_order_visit
 from kiln.runtime.cuda_driver import DRIVER_C, LAUNCH_C
-from kiln.target.codegen.c import FuncState
-from kiln.target.codegen.c_expr import CodegenError, c_string, is_op
-from kiln.target.codegen.c_host import CodeGenCHost
-from kiln.target.codegen.c_host_prelude import HOST_HELPERS
-from kiln.target.codegen.c_prelude import Prelude
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
+from kiln.tir.attrs import KERNEL_LAUNCH_PARAMS, USE_DYN_SHARED_MEMORY
 from kiln.tir.function import PrimFunc
-from kiln.tir.functor import post_order_visit
-from kiln.tir.transform.make_packed_api import PackedArg
+from kiln.tir.packed_api import PackedArg
 
 CUDA_HOST_HELPERS = {
     **HOST_HELPERS,
@@ -43,7 +45,6 @@ CUDA_HOST_HELPERS = {
 
 GRID_TAGS = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
 BLOCK_TAGS = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
-DYN_SHMEM_TAG = "tir.use_dyn_shared_memory"
 KDL_CUDA = 2
 
 
@@ -58,7 +59,7 @@ class KernelInfo:
     @staticmethod
     def of(func: PrimFunc) -> KernelInfo:
         params = tuple(None if p.dtype.is_handle else p.dtype for p in func.params)
-        tags = tuple(func.get_attr("tir.kernel_launch_params", ()) or ())
+        tags = tuple(func.get_attr(KERNEL_LAUNCH_PARAMS, ()) or ())
         return KernelInfo(func.global_symbol or "", params, tags)
 
 
@@ -191,7 +192,7 @@ class CodeGenCUDAHost(CodeGenCHost):
                 grid[GRID_TAGS[tag]] = code
             elif tag in BLOCK_TAGS:
                 block[BLOCK_TAGS[tag]] = code
-            elif tag == DYN_SHMEM_TAG:
+            elif tag == USE_DYN_SHARED_MEMORY:
                 smem = code
             else:
                 raise CodegenError(f"{info.symbol}: unknown launch parameter {tag!r}")

@@ -11,11 +11,11 @@ import pytest
 
 import kiln
 from kiln import tir
+from kiln.codegen import CodegenError, codegen_c
 from kiln.driver import lower
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime import DEFAULT_FLAGS
-from kiln.target import CodegenError, codegen_c
-from tests.target.helpers import f32, loop, prim_func
+from tests.codegen.helpers import f32, loop, prim_func
 from tests.tir.builders import caller_module
 
 

@@ -8,9 +8,9 @@ import pytest
 
 import kiln
 from kiln import te, tir
+from kiln.codegen.c_host import codegen_c
 from kiln.driver.build import lower
-from kiln.target.codegen.c_host import codegen_c
-from tests.target.helpers import build, loop, module, prim_func
+from tests.codegen.helpers import build, loop, module, prim_func
 
 ROWS, COLS = 16, 64
 

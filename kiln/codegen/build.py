@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kiln.codegen.c_host import codegen_c
+from kiln.codegen.cuda import codegen_cuda
+from kiln.codegen.cuda_host import CodeGenCUDAHost, KernelInfo
 from kiln.errors import KilnError
 from kiln.ir.module import IRModule
+from kiln.ir.target import Target
 from kiln.runtime import Module, build_module
 from kiln.runtime.cuda_compile import compile_cuda
-from kiln.target.codegen.c_host import codegen_c
-from kiln.target.codegen.cuda import codegen_cuda, is_kernel
-from kiln.target.codegen.cuda_host import CodeGenCUDAHost, KernelInfo
-from kiln.target.target import Target
+from kiln.tir.analysis.device import is_kernel
+from kiln.tir.attrs import PACKED_API, TARGET
 from kiln.tir.function import PrimFunc
-from kiln.tir.transform.make_packed_api import ATTR as PACKED_API
 
 
 def is_device_function(func: object) -> bool:
@@ -28,7 +29,7 @@ def is_device_function(func: object) -> bool:
         return False
     if is_kernel(func):
         return True
-    target = func.get_attr("target")
+    target = func.get_attr(TARGET)
     if target is None or func.get_attr(PACKED_API) is not None:
         return False
     target = Target.from_any(target)

@@ -1,0 +1,48 @@
+"""Attribute keys and constants of the tensor level, defined once.
+
+Function attributes (``PrimFunc.attrs``), statement attribute keys (``AttrStmt.attr_key``) and
+loop annotations that more than one pass, analysis or code generator reads live here, so a key
+is spelled in one place and a reader finds every user by grepping its name.
+"""
+
+from __future__ import annotations
+
+# -- function attributes ----------------------------------------------------------------------
+GLOBAL_SYMBOL = "global_symbol"
+"""The exported name of a function; a function without one is private to its module."""
+TARGET = "target"
+"""The `Target` a function is compiled for (`BindTarget`)."""
+CALLING_CONV = "calling_conv"
+"""How a function is called: `DEVICE_SUBROUTINE` (a plain call) or `KERNEL_LAUNCH`."""
+NOALIAS = "tir.noalias"
+"""The function's buffer arguments never overlap (TE lowering promises it; C gets ``restrict``)."""
+IS_GLOBAL_FUNC = "tir.is_global_func"
+"""A device kernel entry (``__global__``)."""
+KERNEL_LAUNCH_PARAMS = "tir.kernel_launch_params"
+"""The thread tags a kernel launch passes extents for, in order (then `USE_DYN_SHARED_MEMORY`)."""
+USE_DYN_SHARED_MEMORY = "tir.use_dyn_shared_memory"
+"""Last launch parameter of a kernel with a ``shared.dyn`` allocation: its size in bytes."""
+PACKED_API = "kiln.packed_api"
+"""The `kiln.tir.packed_api.PackedAPI` entry plan of an exposed function (`MakePackedAPI`)."""
+
+# -- calling conventions ------------------------------------------------------------------------
+DEVICE_SUBROUTINE = 0
+"""``calling_conv`` of a plain function (a ``__device__`` subroutine on a device target)."""
+KERNEL_LAUNCH = 2
+"""``calling_conv`` of a kernel launched from the host, never called through tvm-ffi."""
+
+# -- statement attributes -----------------------------------------------------------------------
+THREAD_EXTENT = "thread_extent"
+"""``AttrStmt(iter_var, THREAD_EXTENT, n)``: the body runs on ``n`` threads of the var's tag."""
+VIRTUAL_THREAD = "virtual_thread"
+DEVICE_REGION = "target"
+"""``AttrStmt(device_target, DEVICE_REGION, 0, region)``: a region to split into a kernel."""
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
+
+# -- buffer / allocation annotations --------------------------------------------------------------
+VOLATILE = "tir.volatile"
+"""An allocation whose accesses must not be merged or reordered."""
+
+# -- loop annotations -----------------------------------------------------------------------------
+EXPLICIT_VECTOR = "pragma_explicit_vector"
+"""A vectorized loop to rewrite into straight-line vector code (`VectorizeLoop`)."""

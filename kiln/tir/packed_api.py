@@ -1,0 +1,59 @@
+"""The entry plan of an exposed function: what its tvm-ffi entry checks before the typed call.
+
+`MakePackedAPI` decides the plan and stores it under `kiln.tir.attrs.PACKED_API`; the host code
+generators turn it into C. Keeping the plan types here lets both sides share them without the
+code generator importing a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kiln.tir.buffer import Buffer
+from kiln.tir.expr import PrimExpr, Var
+
+
+@dataclass(frozen=True)
+class PackedArg:
+    """One argument of the entry: a tensor (``buffer`` set) or a scalar of ``param.dtype``."""
+
+    name: str
+    param: Var
+    buffer: Buffer | None = None
+
+
+@dataclass(frozen=True)
+class DimCheck:
+    """``args[arg].<field>[axis]`` must equal ``value``; when ``binds``, it defines ``value``."""
+
+    arg: int
+    field: str  # "shape" | "strides" | "elem_offset"
+    axis: int
+    value: PrimExpr
+    binds: bool = False
+
+
+@dataclass(frozen=True)
+class PackedAPI:
+    """The entry plan of one exposed function (see `MakePackedAPI`)."""
+
+    symbol: str
+    args: tuple[PackedArg, ...]
+    compact: tuple[int, ...]
+    checks: tuple[DimCheck, ...]
+    dims: tuple[Var, ...]
+
+    @property
+    def typed_params(self) -> tuple[Var, ...]:
+        """The typed function's parameters: one per argument, then the symbolic dims."""
+        return tuple(a.param for a in self.args) + self.dims
+
+    def __repr__(self) -> str:
+        def arg(a: PackedArg) -> str:
+            if a.buffer is None:
+                return f"{a.name}: {a.param.dtype}"
+            dims = ", ".join(d.name if isinstance(d, Var) else str(d) for d in a.buffer.shape)
+            return f"{a.name}: {a.buffer.dtype}[{dims}]"
+
+        binds = "".join(f", binds {c.value.name}" for c in self.checks if c.binds)  # type: ignore
+        return f"PackedAPI({self.symbol}({', '.join(arg(a) for a in self.args)}){binds})"
