@@ -7,24 +7,13 @@ function with several outputs) wherever the cases share inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 from kiln import te, tir, topi
-
-
-@pytest.fixture(scope="session", autouse=True)
-def kiln_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("kiln-cache")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("KILN_CACHE_DIR", str(path))
-    patch.delenv("KILN_DEBUG", raising=False)
-    yield path
-    patch.undo()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from kiln import config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_load_reads_variables(monkeypatch, tmp_path):

@@ -1,4 +1,10 @@
-"""CUDA tests: a fresh KILN_CACHE_DIR per session, NVRTC availability, the `gpu` skip."""
+"""Fixtures shared by the whole suite.
+
+- Every test session (each xdist worker) builds into one fresh ``KILN_CACHE_DIR`` with
+  ``KILN_DEBUG`` unset, so tests never read or fill the user's cache.
+- CUDA: tests marked ``needs_nvrtc`` skip, with the reason, where the ``cuda`` extra (NVRTC) is
+  not installed; the ``gpu`` fixture skips a test unless an NVIDIA GPU and driver are present.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-HAVE_NVRTC = importlib.util.find_spec("cuda.bindings") is not None
+
+def _have_module(name: str) -> bool:
+    """``find_spec`` that answers False, not ModuleNotFoundError, when a parent is missing."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+HAVE_NVRTC = _have_module("cuda.bindings")
 NO_NVRTC = "NVRTC is not installed (pip install 'kiln[cuda]')"
 NO_GPU = "no NVIDIA GPU/driver"
 

@@ -2,9 +2,9 @@
 
 "Device memory" is host memory (cuMemAlloc is malloc), so copies are memcpy. cuLaunchKernel logs
 every launch (kernel name, grid, block, dynamic shared memory) to ``$KILN_FAKE_CUDA_LOG`` and
-emulates ``vadd_kernel`` and ``reverse_kernel`` of `tests.cuda.kernels` on the host, so a test
-sees whether arguments, grid and block arrived as the kernel expects. ``KILN_FAKE_CUDA_NO_DEVICE``
-makes cuInit fail as it does on a machine with a driver and no GPU.
+emulates ``vadd_kernel`` and ``reverse_kernel`` of `tests.codegen.cuda_kernels` on the host, so a
+test sees whether arguments, grid and block arrived as the kernel expects.
+``KILN_FAKE_CUDA_NO_DEVICE`` makes cuInit fail as it does on a machine with a driver and no GPU.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import kiln
 from kiln.ir import IRModule
 from kiln.runtime import Module, cuda, empty, tensor, to_numpy
 from kiln.tir.transform import MakePackedAPI
-from tests.cuda import kernels as K
+from tests.codegen import cuda_kernels as K
 
 pytestmark = [pytest.mark.gpu, pytest.mark.needs_nvrtc, pytest.mark.usefixtures("gpu")]
 RNG = np.random.default_rng(0)

@@ -13,7 +13,7 @@ from kiln.codegen.cuda import codegen_cuda, threads_per_block
 from kiln.errors import ToolchainError
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime.cuda_compile import compile_cuda
-from tests.cuda import kernels as K
+from tests.codegen import cuda_kernels as K
 
 pytestmark = pytest.mark.needs_nvrtc
 

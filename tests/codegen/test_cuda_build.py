@@ -24,8 +24,8 @@ from kiln.ir.target import Target
 from kiln.runtime import cuda as cuda_device
 from kiln.runtime import cuda_runtime
 from kiln.tir.transform import MakePackedAPI
-from tests.cuda import kernels as K
-from tests.cuda.fake_driver import build_fake_libcuda
+from tests.codegen import cuda_kernels as K
+from tests.codegen.fake_driver import build_fake_libcuda
 
 pytestmark = pytest.mark.needs_nvrtc
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ import numpy as np
 import kiln
 from kiln.runtime import cuda, empty, tensor, to_numpy
 from kiln.tir.transform import MakePackedAPI
-from tests.cuda import kernels as K
+from tests.codegen import cuda_kernels as K
 
 vadd = kiln.build(K.vector_add(1000), K.CUDA, pipeline=[MakePackedAPI()])["vadd"]
 a, b = np.arange(1000, dtype="float32"), np.full(1000, 0.5, "float32")

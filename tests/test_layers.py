@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "kiln"
 
 LAYERS: list[tuple[str, ...]] = [
