@@ -13,7 +13,7 @@ the loop are computed once and broadcast, and integer index arithmetic on ramps 
 (``floordiv(ramp(0, 1, 8), 16)`` is ``0``). Every access to a small local array then has a constant
 offset once the enclosing unrolled loops are unrolled, so GCC's scalar replacement keeps the
 array in registers. The loop is cut into chunks of the host's native vector width
-(`native_vector_bytes`), so GCC never has to split a vector type into narrower pieces; a
+(`kiln.ir.target.host_vector_bytes`), so GCC never splits a vector type into narrower pieces; a
 remainder that is not a power of two runs as scalar statements.
 
 A body this rewriter cannot express with vectors (a nested loop, a condition or store address
@@ -23,12 +23,10 @@ that is the same for every lane, a call other than a math intrinsic or ``if_then
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 from kiln.codegen.c_prelude import storage_float_suffix
 from kiln.errors import KilnError
 from kiln.ir.dtype import DataType
+from kiln.ir.target import host_vector_bytes
 from kiln.ir.visitor import pre_order_nodes
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
@@ -36,24 +34,6 @@ from kiln.tir.functor import substitute
 
 EXPLICIT_VECTOR_KEY = "pragma_explicit_vector"
 """The `For` annotation that asks for explicit vector code."""
-
-
-@functools.lru_cache(maxsize=None)
-def native_vector_bytes() -> int:
-    """Bytes in one SIMD register of the host (``-march=native`` enables the same features):
-    64 with AVX-512F, 32 with AVX, else 16."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return 16
-    flags: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            break
-    if "avx512f" in flags:
-        return 64
-    return 32 if "avx" in flags else 16
 
 
 class Unsupported(Exception):
@@ -281,7 +261,7 @@ def vectorize_loop(loop: S.For, vector_bytes: int | None = None) -> list[S.Stmt]
     elem = _elem_bytes(loop.body)
     if elem is None:
         return None
-    lanes = max(1, (vector_bytes or native_vector_bytes()) // elem)
+    lanes = max(1, (vector_bytes or host_vector_bytes()) // elem)
     out: list[S.Stmt] = []
     try:
         for first, n in _chunks(extent, lanes):

@@ -24,9 +24,11 @@ their strings are equal, and ``Target(str(t)) == t``.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kiln.errors import KilnError
@@ -124,6 +126,14 @@ class Target:
         """True for kinds that run host code themselves (``c``)."""
         return self.kind_info.is_host
 
+    @property
+    def vector_bytes(self) -> int:
+        """Bytes in one SIMD register of the code this target generates (CPU kinds: the host's
+        widest vector unit, 64 with AVX-512F, 32 with AVX, else 16; CUDA: 16)."""
+        if self.device != "cpu":
+            return 16
+        return host_vector_bytes()
+
     def get(self, key: str, default: Any = None) -> Any:
         """An attribute, else the kind's default, else ``default``."""
         value = dict(self.attrs).get(key, self.kind_info.defaults.get(key))
@@ -163,6 +173,24 @@ class Target:
         base = Target(self.kind, self.attrs)
         host = f", host={str(self.host)!r}" if self.host is not None else ""
         return f"Target({str(base)!r}{host})"
+
+
+@functools.lru_cache(maxsize=None)
+def host_vector_bytes() -> int:
+    """Bytes in one SIMD register of this machine (``-march=native`` enables the same features):
+    64 with AVX-512F, 32 with AVX, else 16."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return 16
+    flags: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.partition(":")[2].split())
+            break
+    if "avx512f" in flags:
+        return 64
+    return 32 if "avx" in flags else 16
 
 
 def _split_spec(spec: Any) -> tuple[str, dict[str, Any], Any]:
