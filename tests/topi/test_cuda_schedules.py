@@ -3,7 +3,6 @@ blocks and threads and compile with NVRTC; on a GPU they match numpy."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -14,10 +13,7 @@ import kiln
 from kiln import te, topi
 from kiln.runtime import Module
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("cuda.bindings") is None,
-    reason="NVRTC is not installed (pip install 'kiln[cuda]')",
-)
+pytestmark = pytest.mark.needs_nvrtc
 
 RNG = np.random.default_rng(0)
 
