@@ -1,0 +1,237 @@
+"""`VirtualMachine`: run an `Executable` (bytecode or compiled mode) with the same API.
+
+    vm = VirtualMachine(exe, kiln.cpu())          # or VirtualMachine(load_module("model.so"))
+    out = vm["main"](x, w)                        # numpy / torch / tvm-ffi tensors in
+    out.numpy()                                   # NDArray out (tuples as Python tuples)
+    print(vm.profile("main", x, w))               # per-kernel table
+
+The VM itself is C (kiln/runtime/vm_c): ``vm["main"]`` is a tvm-ffi function whose call runs the
+bytecode interpreter, or the library's ``__vmtir__main``, without Python in between; the Python
+wrapper only converts the result. Function-table entries are resolved when the VM is created:
+kernels and ``__vmtir__`` functions from the executable's library, packed functions from the
+library or else the global tvm-ffi registry (so Python functions must be registered before).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tvm_ffi
+
+from kiln.errors import FunctionNotFoundError, KilnError
+from kiln.runtime.module import Module
+from kiln.runtime.ndarray import wrap_result
+from kiln.runtime.tensor import Device, cpu, tensor
+from kiln.runtime.vm_format import (
+    VMTIR_PREFIX,
+    DTypeConst,
+    Executable,
+    FuncKind,
+    ShapeConst,
+    VMFunction,
+    encode,
+)
+from kiln.runtime.vm_runtime import load_vm_runtime
+
+_CPU = 1
+
+
+def _library_function(library: Any, name: str) -> tvm_ffi.Function | None:
+    if library is None:
+        return None
+    if isinstance(library, Module):
+        return library.get_function(name) if name in library else None
+    try:
+        return library.get_function(name)
+    except AttributeError:
+        return None
+
+
+def _resolve(exe: Executable, f: VMFunction) -> tvm_ffi.Function | None:
+    """The implementation of one function-table entry (None for bytecode functions)."""
+    if f.kind is FuncKind.BYTECODE:
+        return None
+    lib = exe.library
+    symbol = VMTIR_PREFIX + f.name if f.kind is FuncKind.VMTIR else f.name
+    found = _library_function(lib, symbol)
+    if found is None and f.kind is FuncKind.PACKED:
+        found = tvm_ffi.get_global_func(f.name, allow_missing=True)
+        if found is None:
+            raise KilnError(
+                f"executable calls {f.name!r}, which is neither in its library nor a registered "
+                "global tvm-ffi function; register it (tvm_ffi.register_global_func) before "
+                "creating the VirtualMachine"
+            )
+    if found is None:
+        what = "compiled VM function" if f.kind is FuncKind.VMTIR else "kernel"
+        where = "no library" if lib is None else f"library {getattr(lib, 'path', lib)}"
+        raise KilnError(f"executable needs {what} {symbol!r}, but {where} provides it")
+    return found
+
+
+def _constant(c: Any) -> Any:
+    """A constant as the VM holds it (tvm-ffi values; numpy arrays zero-copy when possible)."""
+    if isinstance(c, ShapeConst):
+        return tvm_ffi.Shape(tuple(int(d) for d in c.dims))
+    if isinstance(c, DTypeConst):
+        return tvm_ffi.dtype(c.name)
+    if isinstance(c, np.ndarray) or hasattr(c, "__dlpack__"):
+        return tensor(c)
+    return c
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """One callee of a profiled call: a kernel or a (non-builtin) packed function."""
+
+    kernel: str
+    calls: int
+    total_us: float
+    mean_us: float
+    share: float
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """Where one VM call spent its time; ``str()`` prints the table."""
+
+    function: str
+    exec_mode: str
+    total_us: float
+    rows: tuple[ProfileRow, ...]
+
+    @property
+    def kernel_us(self) -> float:
+        return sum(r.total_us for r in self.rows)
+
+    def __str__(self) -> str:
+        lines = [
+            f"profile of {self.function} ({self.exec_mode} mode): {self.total_us:.2f} us",
+            f"{'kernel':<32} {'calls':>6} {'total us':>10} {'mean us':>10} {'share':>7}",
+        ]
+        for r in self.rows:
+            lines.append(
+                f"{r.kernel:<32} {r.calls:>6} {r.total_us:>10.2f} {r.mean_us:>10.2f} "
+                f"{r.share:>6.1%}"
+            )
+        rest = max(self.total_us - self.kernel_us, 0.0)
+        share = rest / self.total_us if self.total_us > 0 else 0.0
+        lines.append(f"{'(VM and call overhead)':<32} {'':>6} {rest:>10.2f} {'':>10} {share:>6.1%}")
+        return "\n".join(lines)
+
+
+class VMFunctionCaller:
+    """``vm[name]``: call with tensors (numpy, torch, tvm-ffi, `NDArray`) and plain values."""
+
+    __slots__ = ("_vm", "_func", "name", "params")
+
+    def __init__(self, vm: VirtualMachine, func: tvm_ffi.Function, f: VMFunction) -> None:
+        self._vm = vm  # keeps the VM (and its library) alive while this caller lives
+        self._func = func
+        self.name = f.name
+        self.params = f.params
+
+    def __call__(self, *args: Any) -> Any:
+        return wrap_result(self._func(*args))
+
+    def __repr__(self) -> str:
+        return f"<VM function {self.name}({', '.join(self.params)})>"
+
+
+class VirtualMachine:
+    """Runs an `Executable`, or the executable inside a library written by `export_library`."""
+
+    def __init__(self, exe: Executable | Module, device: Device | None = None) -> None:
+        if isinstance(exe, Module):
+            from kiln.runtime.vm_export import load_executable
+
+            exe = load_executable(exe)
+        if not isinstance(exe, Executable):
+            raise KilnError(
+                f"VirtualMachine expects an Executable or a loaded kiln library, got "
+                f"{type(exe).__name__}"
+            )
+        device = cpu() if device is None else device
+        if device.dlpack_device_type() != _CPU:
+            raise KilnError(f"the kiln VM runs on the CPU only for now, not on {device}")
+        self.executable = exe
+        self.device = device
+        self._handle = _create(exe, device)
+        self._index = {f.name: i for i, f in enumerate(exe.functions) if f.name in self.names}
+        self._callers: dict[str, VMFunctionCaller] = {}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The VM functions this machine can call."""
+        return self.executable.vm_function_names
+
+    @property
+    def exec_mode(self) -> str:
+        return self.executable.exec_mode
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __getitem__(self, name: str) -> VMFunctionCaller:
+        caller = self._callers.get(name)
+        if caller is not None:
+            return caller
+        index = self._index.get(name)
+        if index is None:
+            raise FunctionNotFoundError(
+                f"the executable has no VM function {name!r}; its functions are "
+                f"{', '.join(self.names) or 'none'}"
+            )
+        func = self._handle("function", index)
+        caller = VMFunctionCaller(self, func, self.executable.functions[index])
+        self._callers[name] = caller
+        return caller
+
+    def profile(self, name: str, *args: Any) -> ProfileReport:
+        """Call ``name`` once and report the time of each kernel / packed function it called."""
+        caller = self[name]
+        self._handle("profile_start")
+        start = time.perf_counter_ns()
+        try:
+            caller(*args)
+        finally:
+            elapsed = time.perf_counter_ns() - start
+            records = self._handle("profile_stop")
+        return _report(name, self.exec_mode, elapsed, records)
+
+
+def _report(name: str, mode: str, elapsed_ns: int, records: Sequence[Any]) -> ProfileReport:
+    total_us = elapsed_ns / 1e3
+    rows = [
+        ProfileRow(
+            kernel=str(r[0]),
+            calls=int(r[1]),
+            total_us=int(r[2]) / 1e3,
+            mean_us=int(r[2]) / 1e3 / max(int(r[1]), 1),
+            share=int(r[2]) / 1e3 / total_us if total_us > 0 else 0.0,
+        )
+        for r in records
+    ]
+    rows.sort(key=lambda r: -r.total_us)
+    return ProfileReport(name, mode, total_us, tuple(rows))
+
+
+def _create(exe: Executable, device: Device) -> tvm_ffi.Function:
+    runtime = load_vm_runtime()  # registers the builtins before packed entries are resolved
+    impls = [_resolve(exe, f) for f in exe.functions]
+    words = encode(exe.instructions)
+    code = tvm_ffi.from_dlpack(words) if words.size else None
+    meta: list[int] = []
+    for f in exe.functions:
+        meta += [int(f.kind), len(f.params), f.num_registers, f.start, f.end]
+    names = [f.name for f in exe.functions]
+    params = [", ".join(f.params) for f in exe.functions]
+    consts = [_constant(c) for c in exe.constants]
+    try:
+        return runtime.create(code, meta, names, params, impls, consts, device)
+    except (ValueError, TypeError, IndexError) as e:
+        raise KilnError(f"cannot create a VirtualMachine: {e}") from e

@@ -1,0 +1,130 @@
+/* The kiln VM any-list contract: what compiled-mode C (`__vmtir__<name>` functions) includes.
+ *
+ * Read kiln/runtime/vm_anylist.py for the contract in prose. In short: a VM function in compiled
+ * mode is `__vmtir__<name>(ctx_ptr, r, c, f)`; `r` (registers), `c` (constants) and `f`
+ * (functions) are `TVMFFIAny` arrays ("any-lists"), `ctx_ptr` is the VM context, whose first
+ * member is `KilnVMContextHeader`. Everything here is `static inline`, so generated libraries
+ * need libtvm_ffi only, never the kiln VM runtime library.
+ *
+ * The kiln VM runtime (kiln/runtime/vm_c/)) is compiled after this header in one file.
+ */
+#ifndef KILN_VM_ANYLIST_H_
+#define KILN_VM_ANYLIST_H_
+
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <tvm/ffi/c_api.h>
+
+/* Bumped whenever KilnVMContextHeader or the helpers below change meaning. */
+#define KILN_VM_ABI_VERSION 1
+#define KILN_VM_CTX_MAGIC 0x314d564bu /* "KVM1" little-endian */
+
+/* The first member of every VM context that `ctx_ptr` points to. */
+typedef struct KilnVMContextHeader {
+  uint32_t magic;       /* KILN_VM_CTX_MAGIC */
+  uint32_t abi_version; /* KILN_VM_ABI_VERSION */
+  int32_t profiling;    /* nonzero: time every call and report it through `record` */
+  int32_t reserved;
+  void (*record)(void* ctx, const char* callee, int64_t ns);
+} KilnVMContextHeader;
+
+/* anylist_getitem(list, i): the i-th item, as a borrowed TVMFFIAny (an argument view). */
+#define KILN_ANYLIST_GET(list, i) (((TVMFFIAny*)(list))[(i)])
+
+static inline void kiln_vm_any_release(TVMFFIAny* a) {
+  if (a->type_index >= kTVMFFIStaticObjectBegin && a->v_obj != NULL) {
+    TVMFFIObjectDecRef(a->v_obj);
+  }
+  a->type_index = kTVMFFINone;
+  a->zero_padding = 0;
+  a->v_int64 = 0;
+}
+
+/* anylist_resetitem(list, i): drop the item (list[i] = None). */
+static inline void kiln_vm_anylist_resetitem(void* list, int32_t index) {
+  kiln_vm_any_release(&KILN_ANYLIST_GET(list, index));
+}
+
+static inline int64_t kiln_vm_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Look up a global tvm-ffi function once and keep it in *cache (one static per call site). */
+static inline int kiln_vm_lookup_global(void* volatile* cache, const char* name, void** out) {
+  void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (f == NULL) {
+    TVMFFIByteArray bytes;
+    TVMFFIObjectHandle h = NULL;
+    void* expected = NULL;
+    bytes.data = name;
+    bytes.size = strlen(name);
+    if (TVMFFIFunctionGetGlobal(&bytes, &h) != 0) return -1;
+    if (h == NULL) {
+      const char* parts[3] = {"no global tvm-ffi function ", name, " is registered"};
+      TVMFFIErrorSetRaisedFromCStrParts("RuntimeError", parts, 3);
+      return -1;
+    }
+    if (__atomic_compare_exchange_n(cache, &expected, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      f = h;
+    } else {
+      TVMFFIObjectDecRef(h);
+      f = expected;
+    }
+  }
+  *out = f;
+  return 0;
+}
+
+/* Call `fn(self, args, n, &ret)`, timing it when the context profiles; then move the result
+ * into list[index] (the old item is released after the call, so an argument may alias it), or
+ * drop it when list is NULL or index < 0. Returns 0, or -1 with the callee's error raised. */
+static inline int kiln_vm_call_safe(void* ctx, TVMFFISafeCallType fn, void* self,
+                                    const char* name, TVMFFIAny* args, int32_t n, void* list,
+                                    int32_t index) {
+  KilnVMContextHeader* hdr = (KilnVMContextHeader*)ctx;
+  TVMFFIAny ret;
+  int rc;
+  ret.type_index = kTVMFFINone;
+  ret.zero_padding = 0;
+  ret.v_int64 = 0;
+  if (hdr != NULL && hdr->profiling) {
+    int64_t t0 = kiln_vm_now_ns();
+    rc = fn(self, args, n, &ret);
+    hdr->record(ctx, name, kiln_vm_now_ns() - t0);
+  } else {
+    rc = fn(self, args, n, &ret);
+  }
+  if (rc != 0) return rc;
+  if (list == NULL || index < 0) {
+    kiln_vm_any_release(&ret);
+  } else {
+    TVMFFIAny old = KILN_ANYLIST_GET(list, index);
+    KILN_ANYLIST_GET(list, index) = ret;
+    kiln_vm_any_release(&old);
+  }
+  return 0;
+}
+
+/* anylist_setitem_call_packed(list, index, "name", args...): list[index] = name(args...), the
+ * global function looked up once through *cache. index < 0 (with list NULL): call_packed whose
+ * result is dropped. */
+static inline int kiln_vm_call_packed(void* ctx, void* volatile* cache, const char* name,
+                                      TVMFFIAny* args, int32_t n, void* list, int32_t index) {
+  void* f;
+  TVMFFIFunctionCell* cell;
+  if (kiln_vm_lookup_global(cache, name, &f) != 0) return -1;
+  cell = (TVMFFIFunctionCell*)((char*)f + sizeof(TVMFFIObject));
+  return kiln_vm_call_safe(ctx, cell->safe_call, f, name, args, n, list, index);
+}
+
+/* anylist_setitem_call_cpacked(list, index, "symbol", args..., NULL): list[index] =
+ * __tvm_ffi_<symbol>(NULL, args, n) of a function in the same library (no lookup). */
+static inline int kiln_vm_call_cpacked(void* ctx, TVMFFISafeCallType fn, const char* name,
+                                       TVMFFIAny* args, int32_t n, void* list, int32_t index) {
+  return kiln_vm_call_safe(ctx, fn, NULL, name, args, n, list, index);
+}
+
+#endif /* KILN_VM_ANYLIST_H_ */
