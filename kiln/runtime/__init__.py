@@ -17,15 +17,23 @@ from kiln.runtime.module import (  # noqa: E402
     load_module,
     metadata_c_source,
 )
+from kiln.runtime.ndarray import NDArray  # noqa: E402
 from kiln.runtime.tensor import Device, Tensor, cpu, cuda, empty, tensor, to_numpy  # noqa: E402
 from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c, find_compiler  # noqa: E402
+from kiln.runtime.vm import ProfileReport, VirtualMachine  # noqa: E402
+from kiln.runtime.vm_export import export_library, load_executable  # noqa: E402
+from kiln.runtime.vm_format import Executable  # noqa: E402
 
 __all__ = [
     "DEFAULT_FLAGS",
     "Device",
+    "Executable",
     "FunctionNotFoundError",
     "Module",
+    "NDArray",
+    "ProfileReport",
     "Tensor",
+    "VirtualMachine",
     "build_module",
     "compile_c",
     "cpu",
@@ -33,7 +41,9 @@ __all__ = [
     "cuda_available",
     "cuda_unavailable_reason",
     "empty",
+    "export_library",
     "find_compiler",
+    "load_executable",
     "load_module",
     "metadata_c_source",
     "tensor",

@@ -289,7 +289,19 @@ class Executable:
     @staticmethod
     def load(path: str | os.PathLike[str], library: Any = None) -> Executable:
         """Read an executable written by `save` (optionally with the library it runs with)."""
-        return deserialize(Path(path).read_bytes(), library)
+        return deserialize(np.fromfile(Path(path), dtype=np.uint8), library, where=str(path))
+
+    def export_library(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        source: str | None = None,
+        flags: tuple[str, ...] | None = None,
+    ) -> Path:
+        """Write this executable and its library as one shared library (`vm_export`)."""
+        from kiln.runtime.vm_export import export_library
+
+        return export_library(self, path, source=source, flags=flags)
 
 
 # ---- serialization ---------------------------------------------------------------------------
@@ -339,7 +351,14 @@ def serialize(exe: Executable) -> bytes:
     code_off = _align(meta_off + len(meta))
     data_off = _align(code_off + len(code))
     header = _HEADER.pack(
-        MAGIC, VM_FORMAT_VERSION, 0, meta_off, len(meta), code_off, len(code) // 8, data_off,
+        MAGIC,
+        VM_FORMAT_VERSION,
+        0,
+        meta_off,
+        len(meta),
+        code_off,
+        len(code) // 8,
+        data_off,
         len(data),
     )
     out = bytearray(header)
