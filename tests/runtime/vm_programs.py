@@ -110,12 +110,14 @@ class FuncBuilder:
         self.next_reg += 1
         return self.next_reg - 1
 
-    def call(self, callee: str, *args: Any, void: bool = False) -> int | None:
-        """Call ``callee`` (a packed function, kernel or VM function of the program)."""
+    def call(self, callee: str, *args: Any, void: bool = False, dst: int | None = None) -> int:
+        """Call ``callee`` (a packed function, kernel or VM function of the program); the
+        result goes to a new register, or to ``dst``, or nowhere (``void``)."""
         self.prog.entry(callee)
-        dst = None if void else self.reg()
+        if dst is None and not void:
+            dst = self.reg()
         self._stack[-1].append(_Call(dst, callee, args))
-        return dst
+        return -1 if dst is None else dst
 
     def if_else(
         self, cond: int, then: Callable[[FuncBuilder], None], orelse: Callable[[FuncBuilder], None]

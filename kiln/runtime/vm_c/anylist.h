@@ -13,7 +13,6 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include <tvm/ffi/c_api.h>
 
 /* Bumped whenever KilnVMContextHeader or the helpers below change meaning. */
@@ -26,6 +25,7 @@ typedef struct KilnVMContextHeader {
   uint32_t abi_version; /* KILN_VM_ABI_VERSION */
   int32_t profiling;    /* nonzero: time every call and report it through `record` */
   int32_t reserved;
+  int64_t (*now_ns)(void); /* the runtime's clock, so generated code needs no clock of its own */
   void (*record)(void* ctx, const char* callee, int64_t ns);
 } KilnVMContextHeader;
 
@@ -44,12 +44,6 @@ static inline void kiln_vm_any_release(TVMFFIAny* a) {
 /* anylist_resetitem(list, i): drop the item (list[i] = None). */
 static inline void kiln_vm_anylist_resetitem(void* list, int32_t index) {
   kiln_vm_any_release(&KILN_ANYLIST_GET(list, index));
-}
-
-static inline int64_t kiln_vm_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* Look up a global tvm-ffi function once and keep it in *cache (one static per call site). */
@@ -91,9 +85,9 @@ static inline int kiln_vm_call_safe(void* ctx, TVMFFISafeCallType fn, void* self
   ret.zero_padding = 0;
   ret.v_int64 = 0;
   if (hdr != NULL && hdr->profiling) {
-    int64_t t0 = kiln_vm_now_ns();
+    int64_t t0 = hdr->now_ns();
     rc = fn(self, args, n, &ret);
-    hdr->record(ctx, name, kiln_vm_now_ns() - t0);
+    hdr->record(ctx, name, hdr->now_ns() - t0);
   } else {
     rc = fn(self, args, n, &ret);
   }

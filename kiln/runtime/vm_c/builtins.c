@@ -106,6 +106,25 @@ KVM_BUILTIN(kvm_b_alloc_storage) {
   }
 }
 
+/* A view of `source` (a tensor object) with `proto`'s data, shape and dtype, compact strides. */
+static int kvm_view(TVMFFIObject* source, DLTensor* proto, TVMFFIAny* ret) {
+  int64_t strides[KVM_MAX_DIMS];
+  int64_t expect = 1;
+  TVMFFIObjectHandle out;
+  if (proto->ndim > KVM_MAX_DIMS) {
+    return kvm_fail("ValueError", "tensors have at most %d dims, got %d", KVM_MAX_DIMS,
+                    proto->ndim);
+  }
+  for (int32_t d = proto->ndim - 1; d >= 0; --d) {
+    strides[d] = expect;
+    expect *= proto->shape[d];
+  }
+  proto->strides = strides; /* TVMFFITensorCreateUnsafeView copies shape and strides */
+  if (TVMFFITensorCreateUnsafeView(source, proto, &out) != 0) return -1;
+  kvm_set_obj(ret, out);
+  return 0;
+}
+
 /* alloc_tensor(storage, offset, shape, dtype): a tensor viewing storage bytes [offset, ...). */
 KVM_BUILTIN(kvm_b_alloc_tensor) {
   static const char* fn = "vm.builtin.alloc_tensor";
@@ -114,7 +133,6 @@ KVM_BUILTIN(kvm_b_alloc_tensor) {
   const int64_t* dims = NULL;
   int64_t ndim = 0, offset = 0, need, have;
   DLDataType dtype = {0, 0, 0};
-  TVMFFIObjectHandle out;
   (void)self;
   if (kvm_nargs(fn, n, 4, 4) != 0 || kvm_int_arg(args, 1, fn, "offset", &offset) != 0 ||
       kvm_shape_arg(args, 2, fn, "shape", &dims, &ndim) != 0 ||
@@ -143,9 +161,7 @@ KVM_BUILTIN(kvm_b_alloc_tensor) {
   proto.ndim = (int32_t)ndim;
   proto.dtype = dtype;
   proto.shape = (int64_t*)dims;
-  if (TVMFFITensorCreateUnsafeView(args[0].v_obj, &proto, &out) != 0) return -1;
-  kvm_set_obj(ret, out);
-  return 0;
+  return kvm_view(args[0].v_obj, &proto, ret);
 }
 
 /* empty(ctx, shape, dtype, device_index=0): a tensor with storage of its own. */
@@ -403,7 +419,6 @@ KVM_BUILTIN(kvm_b_reshape) {
   DLTensor proto;
   const int64_t* dims = NULL;
   int64_t ndim = 0;
-  TVMFFIObjectHandle out;
   (void)self;
   if (kvm_nargs(fn, n, 2, 2) != 0 || kvm_shape_arg(args, 1, fn, "shape", &dims, &ndim) != 0) {
     return -1;
@@ -423,8 +438,5 @@ KVM_BUILTIN(kvm_b_reshape) {
   proto = *t;
   proto.ndim = (int32_t)ndim;
   proto.shape = (int64_t*)dims;
-  proto.strides = NULL;
-  if (TVMFFITensorCreateUnsafeView(args[0].v_obj, &proto, &out) != 0) return -1;
-  kvm_set_obj(ret, out);
-  return 0;
+  return kvm_view(args[0].v_obj, &proto, ret);
 }

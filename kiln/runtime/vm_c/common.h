@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define KVM_MAX_DIMS 64
 #define KVM_SMALL 16 /* arguments / registers kept on the C stack before falling back to malloc */
@@ -108,6 +109,12 @@ static const char* kvm_kind_name(int32_t t) {
     case kTVMFFIModule: return "module";
     default: return t >= kTVMFFIStaticObjectBegin ? "object" : "value";
   }
+}
+
+static int64_t kvm_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static inline void kvm_set_none(TVMFFIAny* r) {

@@ -88,9 +88,9 @@ static int kvm_exec_call(KilnVM* vm, const KvmInstr* in, TVMFFIAny* regs) {
   }
   if (vm->hdr.profiling &&
       (callee->kind == KVM_FUNC_PACKED || callee->kind == KVM_FUNC_KERNEL)) {
-    int64_t t0 = kiln_vm_now_ns();
+    int64_t t0 = kvm_now_ns();
     rc = kvm_call_function(vm->f[in->b].v_obj, argv, in->nargs, &r);
-    kvm_record(vm, callee->name, kiln_vm_now_ns() - t0);
+    kvm_record(vm, callee->name, kvm_now_ns() - t0);
   } else {
     rc = kvm_call_function(vm->f[in->b].v_obj, argv, in->nargs, &r);
   }
@@ -283,17 +283,19 @@ static int kvm_check_instr(const KilnVM* vm, const KvmFunc* fn, int64_t pc) {
     case KVM_OP_RET:
       return in->a >= 0 && in->a < regs ? 0 : kvm_bad(vm, fn, pc, "register", (long long)in->a);
     case KVM_OP_GOTO:
-      return pc + in->a >= fn->start && pc + in->a < fn->end
+      return pc + in->a >= fn->start && pc + in->a <= fn->end
                  ? 0 : kvm_bad(vm, fn, pc, "jump offset", (long long)in->a);
     default:
       if (in->a < 0 || in->a >= regs) return kvm_bad(vm, fn, pc, "register", (long long)in->a);
-      if (pc + 1 >= fn->end || pc + in->b < fn->start || pc + in->b >= fn->end) {
+      if (pc + in->b < fn->start || pc + in->b > fn->end) {
         return kvm_bad(vm, fn, pc, "jump offset", (long long)in->b);
       }
       return 0;
   }
 }
 
+/* Jumps may target the end of their function (dead code after a return); running off the end
+ * is a run-time error. */
 static int kvm_validate(const KilnVM* vm) {
   for (int64_t i = 0; i < vm->num_funcs; ++i) {
     const KvmFunc* fn = &vm->funcs[i];

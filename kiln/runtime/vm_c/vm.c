@@ -192,6 +192,7 @@ static int kvm_create(void* self, const TVMFFIAny* args, int32_t n, TVMFFIAny* r
   if (vm == NULL) return kvm_fail("MemoryError", "kiln.vm.create: out of memory");
   vm->hdr.magic = KILN_VM_CTX_MAGIC;
   vm->hdr.abi_version = KILN_VM_ABI_VERSION;
+  vm->hdr.now_ns = kvm_now_ns;
   vm->hdr.record = kvm_record;
   if (kvm_build(vm, args) != 0 || TVMFFIFunctionCreate(vm, kvm_handle_call, kvm_free, &h) != 0) {
     kvm_free(vm);
