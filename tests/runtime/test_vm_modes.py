@@ -14,7 +14,7 @@ from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime import NDArray, VirtualMachine
 from kiln.runtime.vm_builtins import MakeCode, MatchCode
 from kiln.runtime.vm_format import DTypeConst, Executable, ShapeConst
-from tests.runtime.vm_programs import CTX, MODES, Fn, K, ProgramBuilder, R, two_kernels
+from tests.runtime.vm_programs import CTX, MODES, Fn, ProgramBuilder, R, two_kernels
 
 
 @tvm_ffi.register_global_func("test.vm.add", override=True)
@@ -212,9 +212,10 @@ def symbolic() -> ProgramBuilder:
     f32 = prog.const(DTypeConst("float32"))
     heap = f.call("vm.builtin.alloc_shape_heap", CTX, 2)
     store, imm, load = MatchCode.STORE_TO_HEAP, MatchCode.ASSERT_EQUAL_TO_IMM, 3
-    f.call("vm.builtin.check_tensor_info", R(0), 2, f32, prog.const("main: argument x"), void=True)
-    f.call("vm.builtin.match_shape", R(0), R(heap), 2, store, 0, imm, 16, prog.const("main: argument x"), void=True)  # fmt: skip
-    f.call("vm.builtin.match_shape", R(1), R(heap), 1, load, 0, prog.const("main: argument y"), void=True)  # fmt: skip
+    x_ctx, y_ctx = prog.const("main: argument x"), prog.const("main: argument y")
+    f.call("vm.builtin.check_tensor_info", R(0), 2, f32, x_ctx, void=True)
+    f.call("vm.builtin.match_shape", R(0), R(heap), 2, store, 0, imm, 16, x_ctx, void=True)
+    f.call("vm.builtin.match_shape", R(1), R(heap), 1, load, 0, y_ctx, void=True)
     shape = f.call("vm.builtin.make_shape", R(heap), 2, MakeCode.LOAD_SHAPE, 0, MakeCode.USE_IMM, 2)
     out = f.call("vm.builtin.empty", CTX, R(shape), f32)
     f.ret(f.call("vm.builtin.shape_of", R(out)))
