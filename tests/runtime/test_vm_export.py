@@ -79,6 +79,13 @@ def test_a_library_that_is_not_a_vm_executable_is_refused(
         VirtualMachine(lib)
 
 
+def test_a_file_that_is_not_a_library_is_refused(tmp_path: Path) -> None:
+    bogus = tmp_path / "model.so"
+    bogus.write_bytes(b"KILNVMX\0 but not a shared library")
+    with pytest.raises(KilnError, match="cannot load"):
+        VirtualMachine(load_module(bogus))
+
+
 def test_a_library_of_another_format_version_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

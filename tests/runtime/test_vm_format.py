@@ -190,3 +190,12 @@ def test_the_vm_refuses_bad_function_ranges() -> None:
     compiled = (VMFunction("main", FuncKind.VMTIR, ("x",), 1),)
     with pytest.raises(KilnError, match="needs compiled VM function '__vmtir__main'"):
         VirtualMachine(Executable(compiled))
+
+
+def test_the_vm_refuses_a_table_with_a_name_twice() -> None:
+    funcs = (
+        VMFunction("main", FuncKind.BYTECODE, ("x",), 1, 0, 1),
+        VMFunction("main", FuncKind.PACKED),
+    )
+    with pytest.raises(KilnError, match="lists main twice"):
+        VirtualMachine(Executable(funcs, (Ret(0),)))

@@ -1,0 +1,253 @@
+"""Per-call overhead of the kiln VM, bytecode and compiled mode, for a 2-kernel function.
+
+``main(x)`` on a float32[16] tensor allocates an intermediate and an output (one storage each,
+as memory planning lowers them: ``alloc_storage`` + ``alloc_tensor``), runs ``add_one`` then
+``mul_two`` (kernels built by kiln.build, destination-passing), and returns the output. The same
+function runs as bytecode and as a hand-written compiled-mode ``__vmtir__main`` (what the
+compiler half will generate: any-list C over the same builtins and kernels).
+
+Rows, each the median over samples of the mean of many calls:
+
+- direct: the two kernels called from Python on preallocated numpy arrays (what a user would do
+  without a VM); the issue's bar is VM overhead = VM call - direct;
+- kernels in C: the two kernels called back to back from C (their own time, no Python);
+- empty tvm-ffi call: a C function taking one numpy array and doing nothing (the floor of any
+  call from Python);
+- the VM in each mode called from Python, and called from C (no Python at all); "VM-internal" =
+  VM call - empty call - kernels in C (allocation, dispatch, result wrapping), "in C" = VM called
+  from C - kernels in C (the C side alone: frame, four builtin calls, dispatch).
+
+    python benchmarks/bench_vm.py [--samples 30] [--calls 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import kiln
+from kiln import tir
+from kiln.ir import GlobalVar, IRModule
+from kiln.runtime import VirtualMachine, build_module, metadata_c_source
+from kiln.runtime.vm_anylist import (
+    ANYLIST_C_HEADER,
+    c_any,
+    c_call_cpacked,
+    c_call_packed,
+    c_cpacked_decl,
+    c_getitem,
+)
+from kiln.runtime.vm_format import (
+    CONTEXT,
+    VOID_REGISTER,
+    Arg,
+    Call,
+    DTypeConst,
+    Executable,
+    FuncKind,
+    Ret,
+    ShapeConst,
+    VMFunction,
+)
+
+N = 16
+COMPILED_BAR_US = 1.0
+BYTECODE_BAR_US = 5.0
+
+
+def elementwise(name: str, op: Callable[[Any], Any]) -> tir.PrimFunc:
+    a_h, b_h = tir.Var("A", "handle"), tir.Var("B", "handle")
+    A = tir.decl_buffer((N,), "float32", "A")
+    B = tir.decl_buffer((N,), "float32", "B")
+    i = tir.Var("i")
+    body = tir.For(i, 0, N, tir.ForKind.SERIAL, tir.BufferStore(B, op(A[i]), (i,)))
+    attrs = {"global_symbol": name}
+    return tir.PrimFunc((a_h, b_h), body, buffer_map={a_h: A, b_h: B}, attrs=attrs)
+
+
+def kernels_source() -> str:
+    mod = IRModule(
+        {
+            GlobalVar("add_one"): elementwise("add_one", lambda x: x + tir.const(1.0, "float32")),
+            GlobalVar("mul_two"): elementwise("mul_two", lambda x: x * tir.const(2.0, "float32")),
+        }
+    )
+    return kiln.build(mod).inspect_source().split("\n/* kiln metadata:")[0]
+
+
+# Function table: 0 main, 1 add_one, 2 mul_two, 3 alloc_storage, 4 alloc_tensor.
+# Constants: 0 storage size (bytes), 1 shape, 2 dtype. Registers: 0 x, 1 result, 2.. temps.
+TABLE = ("main", "add_one", "mul_two", "vm.builtin.alloc_storage", "vm.builtin.alloc_tensor")
+CONSTANTS = (ShapeConst((N * 4,)), ShapeConst((N,)), DTypeConst("float32"))
+K = Arg.const
+
+
+def bytecode() -> tuple[Call | Ret, ...]:
+    return (
+        Call(2, 3, (CONTEXT, K(0), Arg.imm(0))),
+        Call(3, 4, (Arg.reg(2), Arg.imm(0), K(1), K(2))),
+        Call(VOID_REGISTER, 1, (Arg.reg(0), Arg.reg(3))),
+        Call(4, 3, (CONTEXT, K(0), Arg.imm(0))),
+        Call(5, 4, (Arg.reg(4), Arg.imm(0), K(1), K(2))),
+        Call(VOID_REGISTER, 2, (Arg.reg(3), Arg.reg(5))),
+        Ret(5),
+    )
+
+
+def vmtir_source() -> str:
+    """``__vmtir__main``: the same steps over any-lists; the result goes to register 1."""
+    r, c = (lambda i: c_getitem("r", i)), (lambda i: c_getitem("c", i))
+    ctx, zero = c_any("handle", "ctx_ptr"), c_any("int", "0")
+    steps = [
+        c_call_packed("vm.builtin.alloc_storage", [ctx, c(0), zero], ("r", 2)),
+        c_call_packed("vm.builtin.alloc_tensor", [r(2), zero, c(1), c(2)], ("r", 3)),
+        c_call_cpacked("add_one", [r(0), r(3)]),
+        c_call_packed("vm.builtin.alloc_storage", [ctx, c(0), zero], ("r", 4)),
+        c_call_packed("vm.builtin.alloc_tensor", [r(4), zero, c(1), c(2)], ("r", 1)),
+        c_call_cpacked("mul_two", [r(3), r(1)]),
+    ]
+    body = "\n  ".join(steps)
+    return f"""
+{c_cpacked_decl("add_one")}
+{c_cpacked_decl("mul_two")}
+TVM_FFI_DLL_EXPORT int __tvm_ffi___vmtir__main(void* self, const TVMFFIAny* args,
+                                              int32_t num_args, TVMFFIAny* result) {{
+  void* ctx_ptr = args[0].v_ptr;
+  void* r = args[1].v_ptr;
+  void* c = args[2].v_ptr;
+  (void)self; (void)num_args; (void)result;
+  {body}
+  return 0;
+}}
+
+/* Baselines: the two kernels from C, `iters` times; and a call that does nothing. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi_kernels_in_c(void* self, const TVMFFIAny* args,
+                                              int32_t num_args, TVMFFIAny* result) {{
+  TVMFFIAny a1[2] = {{args[0], args[1]}}, a2[2] = {{args[1], args[2]}};
+  (void)self; (void)num_args; (void)result;
+  for (int64_t i = 0; i < args[3].v_int64; ++i) {{
+    if (__tvm_ffi_add_one(NULL, a1, 2, result) != 0) return -1;
+    if (__tvm_ffi_mul_two(NULL, a2, 2, result) != 0) return -1;
+  }}
+  return 0;
+}}
+
+/* (f, x, iters): call the VM function f(x) `iters` times from C (the VM's cost without Python). */
+TVM_FFI_DLL_EXPORT int __tvm_ffi_call_from_c(void* self, const TVMFFIAny* args,
+                                             int32_t num_args, TVMFFIAny* result) {{
+  (void)self; (void)num_args; (void)result;
+  for (int64_t i = 0; i < args[2].v_int64; ++i) {{
+    TVMFFIAny out = {{0}};
+    if (TVMFFIFunctionCall(args[0].v_obj, (TVMFFIAny*)&args[1], 1, &out) != 0) return -1;
+    kiln_vm_any_release(&out);
+  }}
+  return 0;
+}}
+
+TVM_FFI_DLL_EXPORT int __tvm_ffi_empty(void* self, const TVMFFIAny* args, int32_t num_args,
+                                       TVMFFIAny* result) {{
+  (void)self; (void)args; (void)num_args; (void)result;
+  return 0;
+}}
+"""
+
+
+def executables() -> dict[str, Executable]:
+    exposed = ["add_one", "mul_two", "__vmtir__main", "kernels_in_c", "call_from_c", "empty"]
+    source = kernels_source() + ANYLIST_C_HEADER + vmtir_source() + metadata_c_source(exposed)
+    lib = build_module(source, name_hint="bench_vm")
+    kinds = (FuncKind.KERNEL, FuncKind.KERNEL, FuncKind.PACKED, FuncKind.PACKED)
+    rest = tuple(VMFunction(name, kind) for name, kind in zip(TABLE[1:], kinds))
+    code = bytecode()
+    byte_main = VMFunction("main", FuncKind.BYTECODE, ("x",), 6, 0, len(code))
+    comp_main = VMFunction("main", FuncKind.VMTIR, ("x",), 6)
+    return {
+        "bytecode": Executable((byte_main, *rest), code, CONSTANTS, lib),
+        "compiled": Executable((comp_main, *rest), (), CONSTANTS, lib),
+    }
+
+
+def interleaved_us(
+    candidates: dict[str, Callable[[], Any]], samples: int, calls: int
+) -> dict[str, float]:
+    """Per candidate: the median over ``samples`` of the mean time of ``calls`` calls, in
+    microseconds. NOTE: each sample times every candidate once, in turn, so load from other jobs
+    on a shared machine hits all of them alike and their differences stay meaningful."""
+    for fn in candidates.values():
+        for _ in range(max(calls // 10, 1)):
+            fn()
+    results: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(samples):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            results[name].append((time.perf_counter() - start) / calls * 1e6)
+    return {name: statistics.median(r) for name, r in results.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=20000)
+    opts = parser.parse_args(argv)
+    exes = executables()
+    lib = exes["compiled"].library
+    add_one, mul_two = lib["add_one"], lib["mul_two"]
+    kernels_in_c, empty, call_from_c = lib["kernels_in_c"], lib["empty"], lib["call_from_c"]
+    x = np.arange(N, dtype="float32")
+    t1, t2 = np.empty(N, dtype="float32"), np.empty(N, dtype="float32")
+    expect = (x + 1) * 2
+    vms = {mode: VirtualMachine(exe)["main"] for mode, exe in exes.items()}
+    for f in vms.values():
+        np.testing.assert_array_equal(f(x).numpy(), expect)
+
+    def direct() -> None:
+        add_one(x, t1)
+        mul_two(t1, t2)
+
+    iters = 1000
+    candidates: dict[str, Callable[[], Any]] = {
+        "direct": direct,
+        "empty tvm-ffi call": lambda: empty(x),
+    }
+    for mode, f in vms.items():
+        candidates[mode] = lambda f=f: f(x)
+    times = interleaved_us(candidates, opts.samples, opts.calls)
+    loops: dict[str, Callable[[], Any]] = {"kernels in C": lambda: kernels_in_c(x, t1, t2, iters)}
+    for mode, f in vms.items():
+        loops[mode] = lambda r=f._func: call_from_c(r, x, iters)
+    in_c = {k: v / iters for k, v in interleaved_us(loops, opts.samples, 20).items()}
+    times["kernels in C"] = in_c["kernels in C"]
+    floor = times["empty tvm-ffi call"] + times["kernels in C"]
+    print(f"2-kernel function on float32[{N}], median of {opts.samples} x {opts.calls} calls")
+    print("(machine shared with other jobs: compare rows of the same run)")
+    head = f"{'row':<24} {'us/call':>9} {'VM overhead':>12} {'VM-internal':>12} {'VM from C':>10}"
+    print(head + f" {'in C':>7}")
+    for row in ("direct", "kernels in C", "empty tvm-ffi call"):
+        print(f"{row:<24} {times[row]:>9.3f}")
+    for mode in vms:
+        over = times[mode] - times["direct"]
+        inner = times[mode] - floor
+        c_only = in_c[mode] - times["kernels in C"]
+        print(
+            f"{'VM ' + mode:<24} {times[mode]:>9.3f} {over:>12.3f} {inner:>12.3f} "
+            f"{in_c[mode]:>10.3f} {c_only:>7.3f}"
+        )
+    ok_c = times["compiled"] - times["direct"] <= COMPILED_BAR_US
+    ok_b = times["bytecode"] - times["direct"] <= BYTECODE_BAR_US
+    ok_order = times["compiled"] <= times["bytecode"]
+    print(f"compiled VM overhead <= {COMPILED_BAR_US} us: {'met' if ok_c else 'NOT met'}")
+    print(f"bytecode VM overhead <= {BYTECODE_BAR_US} us: {'met' if ok_b else 'NOT met'}")
+    print(f"compiled never slower than bytecode: {'met' if ok_order else 'NOT met'}")
+    return 0 if ok_c and ok_b and ok_order else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
