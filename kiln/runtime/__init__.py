@@ -1,5 +1,9 @@
 """kiln's runtime: load and run compiled libraries through tvm-ffi, without the compiler.
 
+Besides `Module` and tensors it holds the virtual machine: `VirtualMachine` runs an `Executable`
+(format: `vm_format`) in bytecode or compiled mode, over builtins written in C (`vm_builtins`,
+`vm_c/`); `vm_anylist` is compiled mode's C contract and `vm_export` the one-file deployment.
+
 This layer imports only the standard library, numpy, tvm_ffi, `kiln.errors` and `kiln.config`;
 never `kiln.ir`, `kiln.tir` or anything above them, so a compiled artifact loads on its own.
 """

@@ -122,10 +122,8 @@ def asm_source(blob: Path) -> str:
     )
 
 
-def _write_once(path: Path, data: bytes) -> None:
-    """Publish ``data`` at ``path`` atomically unless a file of that size is already there."""
-    if path.is_file() and path.stat().st_size == len(data):
-        return
+def _publish(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (content-addressed names: rewriting is harmless)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -168,8 +166,8 @@ def export_library(
     cache.mkdir(parents=True, exist_ok=True)
     blob_path = cache / f"kiln_vm_blob-{digest}.bin"
     asm_path = cache / f"kiln_vm_blob-{digest}.s"
-    _write_once(blob_path, blob)
-    _write_once(asm_path, asm_source(blob_path).encode())
+    _publish(blob_path, blob)
+    _publish(asm_path, asm_source(blob_path).encode())
     full = _library_source(exe, source) + blob_c_source()
     base = DEFAULT_FLAGS if flags is None else tuple(flags)
     lib = compile_c(full, flags=(*base, str(asm_path)), name_hint="kiln_vm_model")
