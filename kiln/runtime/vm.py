@@ -45,11 +45,9 @@ _ARRAY = tvm_ffi.Array
 def _library_function(library: Any, name: str) -> tvm_ffi.Function | None:
     if library is None:
         return None
-    if isinstance(library, Module):
-        return library.get_function(name) if name in library else None
     try:
         return library.get_function(name)
-    except AttributeError:
+    except (FunctionNotFoundError, AttributeError):  # kiln Module, raw tvm_ffi.Module
         return None
 
 
@@ -70,8 +68,8 @@ def _resolve(exe: Executable, f: VMFunction) -> tvm_ffi.Function | None:
             )
     if found is None:
         what = "compiled VM function" if f.kind is FuncKind.VMTIR else "kernel"
-        where = "no library" if lib is None else f"library {getattr(lib, 'path', lib)}"
-        raise KilnError(f"executable needs {what} {symbol!r}, but {where} provides it")
+        where = "it has no library" if lib is None else f"{getattr(lib, 'path', lib)} lacks it"
+        raise KilnError(f"executable needs {what} {symbol!r}, but {where}")
     return found
 
 

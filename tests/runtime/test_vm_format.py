@@ -188,7 +188,9 @@ def test_the_vm_refuses_bad_function_ranges() -> None:
     with pytest.raises(KilnError, match="function main has bad instruction range"):
         VirtualMachine(Executable(funcs, (Ret(0),)))
     compiled = (VMFunction("main", FuncKind.VMTIR, ("x",), 1),)
-    with pytest.raises(KilnError, match="needs compiled VM function '__vmtir__main'"):
+    with pytest.raises(
+        KilnError, match="needs compiled VM function '__vmtir__main', but it has no library"
+    ):
         VirtualMachine(Executable(compiled))
 
 

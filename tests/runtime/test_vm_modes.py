@@ -13,7 +13,7 @@ import tvm_ffi
 from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime import NDArray, VirtualMachine
 from kiln.runtime.vm_builtins import MakeCode, MatchCode
-from kiln.runtime.vm_format import DTypeConst, Executable, ShapeConst
+from kiln.runtime.vm_format import DTypeConst, Executable, FuncKind, ShapeConst, VMFunction
 from tests.runtime.vm_programs import CTX, MODES, Fn, ProgramBuilder, R, two_kernels
 
 
@@ -304,3 +304,11 @@ def test_executable_must_be_an_executable() -> None:
         VirtualMachine("model.so")  # type: ignore[arg-type]
     with pytest.raises(KilnError, match="runs on the CPU only"):
         VirtualMachine(Executable(()), tvm_ffi.device("cuda", 0))
+
+
+def test_a_kernel_missing_from_the_library_is_named() -> None:
+    exe = kernel_chain().build("bytecode")
+    extra = (VMFunction("sub_three", FuncKind.KERNEL),)
+    bad = Executable(exe.functions + extra, exe.instructions, exe.constants, exe.library)
+    with pytest.raises(KilnError, match=r"needs kernel 'sub_three', but .*\.so lacks it"):
+        VirtualMachine(bad)
