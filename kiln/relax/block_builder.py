@@ -35,7 +35,13 @@ from kiln.relax.normalizer import Normalizer
 from kiln.relax.op.builtin import call_tir
 from kiln.relax.op.common import describe
 from kiln.relax.struct_info import StructInfo
-from kiln.relax.te_bridge import TEArgs, as_tensors, out_struct_info, prim_func_of
+from kiln.relax.te_bridge import (
+    TEArgs,
+    as_tensors,
+    has_symbolic_dims,
+    out_struct_info,
+    prim_func_of,
+)
 from kiln.tir.function import PrimFunc
 
 
@@ -189,8 +195,10 @@ class BlockBuilder(Normalizer):
         **kwargs: Any,
     ) -> Expr:
         """``call_tir`` of a new PrimFunc computing ``func(*args, **kwargs)`` in TE."""
-        conv = TEArgs()
-        te_args = [conv.convert(self.normalize(a) if isinstance(a, Expr) else a) for a in args]
+        values = [self.normalize(a) if isinstance(a, Expr) else a for a in args]
+        exprs = [v for v in [*values, *kwargs.values()] if isinstance(v, Expr)]
+        conv = TEArgs(has_symbolic_dims(*exprs, *([out_sinfo] if out_sinfo else [])))
+        te_args = [conv.convert(v) for v in values]
         te_kwargs = {k: conv.convert(v) for k, v in kwargs.items()}
         outs = as_tensors(func(*te_args, **te_kwargs))
         name = primfunc_name_hint or getattr(func, "__name__", "te_func").strip("_<>") or "te_func"

@@ -4,7 +4,8 @@ legalization of operators share.
 `TEArgs.convert` turns relax arguments into TE values: a tensor-valued expression becomes a
 ``te.placeholder`` of its shape and dtype (its dims are the struct info's own `tir` expressions,
 so symbolic dims stay the same variables), a tuple a list, a shape its dims, a prim value its
-expression; anything else passes through. `prim_func_of` lowers the TE outputs into a PrimFunc in
+expression; anything else passes through. Index arithmetic is int32 when every shape is
+constant and int64 otherwise (see `te_dims`). `prim_func_of` lowers the TE outputs into a PrimFunc in
 destination-passing style: parameters are every tensor input (in argument order, read or not),
 then the outputs, then the symbolic variables that no input shape binds (``tir_vars``).
 """
@@ -27,10 +28,43 @@ from kiln.tir.expr import Var as TirVar
 from kiln.tir.function import PrimFunc
 
 
+def te_dims(dims: Any, wide: bool) -> tuple[Any, ...]:
+    """Dims for TE. NOTE: TE needs one index dtype per computation: int32 (constants as Python
+    ints, as `kiln.topi` expects) when every shape involved is constant, else int64 (the dtype
+    of symbolic dims) throughout."""
+    if wide:
+        return tuple(dims)
+    return tuple(d.value if isinstance(d, IntImm) else d for d in dims)
+
+
+def has_symbolic_dims(*items: Any) -> bool:
+    """Whether any struct info among ``items`` (expressions or struct infos) has a dim or value
+    that is not a constant."""
+    for item in items:
+        sinfo = item.struct_info_ if isinstance(item, Expr) else item
+        if isinstance(item, Tuple):
+            if has_symbolic_dims(*item.fields):
+                return True
+            continue
+        if isinstance(sinfo, TupleStructInfo):
+            if has_symbolic_dims(*sinfo.fields):
+                return True
+            continue
+        dims = getattr(sinfo, "dims", None) if isinstance(sinfo, TensorStructInfo) else None
+        dims = getattr(sinfo, "values", None) if dims is None else dims
+        value = getattr(sinfo, "value", None)
+        if any(not isinstance(d, IntImm) for d in (dims or ())):
+            return True
+        if value is not None and not isinstance(value, IntImm) and value.dtype.is_integer:
+            return True
+    return False
+
+
 class TEArgs:
     """Converts relax values to TE values, remembering each placeholder and its relax value."""
 
-    def __init__(self) -> None:
+    def __init__(self, wide: bool) -> None:
+        self.wide = wide
         self.inputs: list[tuple[Expr, te.Tensor]] = []
         self._by_expr: dict[int, te.Tensor] = {}
 
@@ -38,7 +72,7 @@ class TEArgs:
         if isinstance(value, Tuple):
             return [self.convert(f) for f in value.fields]
         if isinstance(value, ShapeExpr):
-            return tuple(value.values)
+            return te_dims(value.values, self.wide)
         if isinstance(value, PrimValue):
             return value.value
         if isinstance(value, StringImm):
@@ -67,7 +101,7 @@ class TEArgs:
         if hit is not None:
             return hit
         name = value.name_hint if isinstance(value, Var) else f"input{len(self.inputs)}"
-        ph = te.placeholder(sinfo.dims, sinfo.dtype, name=name)
+        ph = te.placeholder(te_dims(sinfo.dims, self.wide), sinfo.dtype, name=name)
         self._by_expr[id(value)] = ph
         self.inputs.append((value, ph))
         return ph

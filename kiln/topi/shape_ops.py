@@ -31,6 +31,20 @@ def _same_dtype(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
     return (a if a.dtype == wide else Cast(wide, a)), (b if b.dtype == wide else Cast(wide, b))
 
 
+def _index_dtype(x: Tensor) -> DataType:
+    """The index dtype of ``x``'s shape (int32 for a scalar)."""
+    return x.shape[0].dtype if x.ndim else DataType("int", 32)
+
+
+def _dims(shape: Any) -> tuple[PrimExpr, ...]:
+    """Dims as expressions: Python ints become int32 constants, or int64 when another dim is
+    int64 (TE needs one index dtype per computation)."""
+    wide = any(isinstance(d, PrimExpr) and d.dtype.bits == 64 for d in shape)
+    return tuple(
+        convert(d, "int64" if wide else "int32") if isinstance(d, int) else d for d in shape
+    )
+
+
 def _is_one(d: PrimExpr) -> bool:
     return isinstance(d, IntImm) and d.value == 1
 
@@ -44,7 +58,7 @@ def expand_dims(x: Tensor, axes: Any, name: str = "T_expand_dims") -> Tensor:
     shape: list[PrimExpr] = []
     src = iter(x.shape)
     for d in range(rank):
-        shape.append(convert(1, "int64") if d in new else next(src))
+        shape.append(convert(1, _index_dtype(x)) if d in new else next(src))
 
     def f(*i: PrimExpr) -> PrimExpr:
         return x[tuple(v for d, v in enumerate(i) if d not in new)]
@@ -74,7 +88,7 @@ def squeeze(x: Tensor, axes: Any = None, name: str = "T_squeeze") -> Tensor:
 def broadcast_to(x: Tensor, shape: Any, name: str = "T_broadcast_to") -> Tensor:
     """``x`` broadcast to ``shape`` (numpy rules: extent-1 axes of ``x`` are stretched)."""
     x = check_tensor("broadcast_to", x)
-    dims = tuple(convert(d, "int64") if isinstance(d, int) else d for d in shape)
+    dims = _dims(shape)
     off = len(dims) - x.ndim
     if off < 0:
         raise IRError(f"broadcast_to: tensor {x.name!r} has more axes than the shape {dims}")
@@ -93,7 +107,7 @@ def reshape_to(x: Tensor, shape: Any, name: str = "T_reshape") -> Tensor:
     """``x`` in row-major order as a tensor of ``shape`` (dims as expressions, no -1; the
     caller checks the element counts agree)."""
     x = check_tensor("reshape", x)
-    dims = tuple(convert(d, "int64") if isinstance(d, int) else d for d in shape)
+    dims = _dims(shape)
 
     def f(*i: PrimExpr) -> PrimExpr:
         flat: PrimExpr | None = None
@@ -106,7 +120,7 @@ def reshape_to(x: Tensor, shape: Any, name: str = "T_reshape") -> Tensor:
                 f_, a = _same_dtype(f_ * d_, a)
                 flat = f_ + a
         if flat is None:
-            flat = convert(0, "int64")
+            flat = convert(0, _index_dtype(x))
         idx: list[PrimExpr] = []
         for d in reversed(x.shape):
             fl, dd = _same_dtype(flat, d)
@@ -204,7 +218,7 @@ def _slice_range(x: Tensor, d: int, b: int, e: int, s: int) -> tuple[PrimExpr, P
 def full(shape: Any, value: Any, dtype: Any, name: str = "T_full") -> Tensor:
     """A tensor of ``shape`` filled with ``value`` (a number or a scalar `tir` expression)."""
     dt = DataType.parse(dtype)
-    dims = tuple(convert(d, "int64") if isinstance(d, int) else d for d in shape)
+    dims = _dims(shape)
     if isinstance(value, PrimExpr):
         fill = value if value.dtype == dt else Cast(dt, value)
     else:
@@ -232,10 +246,10 @@ def full_like(x: Tensor, value: Any, dtype: Any = None, name: str = "T_full") ->
 def fill_from(shape: Any, value: Tensor, dtype: Any, name: str = "T_full") -> Tensor:
     """A tensor of ``shape`` filled with the single element of the 0-d tensor ``value``."""
     dt = DataType.parse(dtype)
-    dims = tuple(convert(d, "int64") if isinstance(d, int) else d for d in shape)
+    dims = _dims(shape)
 
     def f(*i: PrimExpr) -> PrimExpr:
-        v = value[tuple(convert(0, "int64") for _ in value.shape)]
+        v = value[tuple(convert(0, d.dtype) for d in value.shape)]
         return v if v.dtype == dt else Cast(dt, v)
 
     return te.compute(dims, f, name=name, tag=tag.BROADCAST, attrs=tag.attrs_for(tag.BROADCAST))
@@ -244,7 +258,7 @@ def fill_from(shape: Any, value: Tensor, dtype: Any, name: str = "T_full") -> Te
 def arange(start: Any, length: Any, step: Any, dtype: Any, name: str = "T_arange") -> Tensor:
     """``[start, start + step, ...]`` with ``length`` elements of ``dtype``."""
     dt = DataType.parse(dtype)
-    n = convert(length, "int64") if isinstance(length, int) else length
+    n = convert(length) if isinstance(length, int) else length
 
     def f(i: PrimExpr) -> PrimExpr:
         k = i if i.dtype == dt else Cast(dt, i)

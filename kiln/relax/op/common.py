@@ -180,6 +180,19 @@ def _merge_dim(
     return None
 
 
+def out_dims(call: Call, field: int | None = None) -> tuple[Any, ...]:
+    """The result dims of a normalized call, for a TE computation (constants as ints)."""
+    from kiln.relax.te_bridge import has_symbolic_dims, te_dims
+
+    wide = has_symbolic_dims(*call.args, call.struct_info)
+    sinfo = call.struct_info
+    if field is not None:
+        sinfo = sinfo.fields[field]  # type: ignore[attr-defined]
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None:
+        raise IRError(f"{call.op.name}: the result shape is unknown; cannot compute it in TE")
+    return te_dims(sinfo.dims, wide)
+
+
 def normalize_axis(call: Call, axis: Any, ndim: int) -> int:
     """``axis`` as a non-negative int below ``ndim`` (an error naming the operand)."""
     if isinstance(axis, bool) or not isinstance(axis, int):

@@ -24,6 +24,7 @@ from kiln.relax.op.common import (
     check_arity,
     describe,
     fail,
+    out_dims,
     out_tensor,
     prim_value,
     shape_rank,
@@ -167,7 +168,7 @@ def _infer_arange(call: Call, ctx: Any) -> StructInfo:
     "relax.arange",
     infer=_infer_arange,
     legalize=lambda call, args: topi.arange(
-        args[0], call.struct_info.dims[0], args[2], call.struct_info.dtype
+        args[0], out_dims(call)[0], args[2], call.struct_info.dtype
     ),
     pattern=Pattern.INJECTIVE,
 )

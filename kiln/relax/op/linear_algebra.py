@@ -23,13 +23,14 @@ from kiln.relax.op.common import (
     describe,
     fail,
     is_one,
+    out_dims,
     out_tensor,
     same_dtype,
     tensor_sinfo,
 )
 from kiln.relax.op.manipulate import permute_dims
 from kiln.relax.op.registry import register_op
-from kiln.relax.struct_info import StructInfo, TensorStructInfo
+from kiln.relax.struct_info import INT64, StructInfo, TensorStructInfo
 from kiln.tir.expr import Cast, IntImm, PrimExpr
 from kiln.topi.tag import Pattern
 
@@ -67,8 +68,8 @@ def _infer_matmul(call: Call, ctx: Any) -> StructInfo:
 
 def _batch(call: Call, x: list[PrimExpr], y: list[PrimExpr]) -> list[PrimExpr] | None:
     n = max(len(x), len(y))
-    x = [IntImm(x[0].dtype if x else y[0].dtype, 1)] * (n - len(x)) + x
-    y = [IntImm(y[0].dtype if y else x[0].dtype, 1)] * (n - len(y)) + y
+    x = [IntImm(INT64, 1)] * (n - len(x)) + x
+    y = [IntImm(INT64, 1)] * (n - len(y)) + y
     out = []
     for p, q in zip(x, y):
         if is_one(p):
@@ -112,7 +113,7 @@ def _legalize_matmul(call: Call, args: list[Any]) -> Any:
     static = all(isinstance(d, IntImm) for d in (*a.shape, *b.shape))
     if static and a.ndim == 2 and b.ndim == 2 and str(out.dtype) == str(a.dtype):
         return topi.nn.matmul(a, b)
-    return matmul_any(a, b, out.dims, out.dtype)
+    return matmul_any(a, b, out_dims(call), out.dtype)
 
 
 @register_op(

@@ -26,6 +26,7 @@ from kiln.relax.op.common import (
     is_one,
     normalize_axes,
     normalize_axis,
+    out_dims,
     out_tensor,
     same_dtype,
     shape_rank,
@@ -119,7 +120,7 @@ def _legalize_reshape(call: Call, args: list[Any]) -> Any:
         raise IRError(f"relax.reshape: the output shape of {call} is unknown; cannot legalize")
     if _static(args[0]) and all(isinstance(d, IntImm) for d in dims):
         return topi.reshape(args[0], [d.value for d in dims])
-    return topi.reshape_to(args[0], dims)
+    return topi.reshape_to(args[0], out_dims(call))
 
 
 @register_op(
@@ -141,7 +142,7 @@ def _infer_flatten(call: Call, ctx: Any) -> StructInfo:
 @register_op(
     "relax.flatten",
     infer=_infer_flatten,
-    legalize=lambda call, args: topi.reshape_to(args[0], call.struct_info.dims),
+    legalize=lambda call, args: topi.reshape_to(args[0], out_dims(call)),
     pattern=Pattern.INJECTIVE,
 )
 def flatten(x: Expr) -> Call:
@@ -290,15 +291,15 @@ def _legalize_split(call: Call, args: list[Any]) -> Any:
     if _static(x):
         return topi.split(x, call.attrs["indices_or_sections"], ax)
     outs = []
-    for field, (lo, _) in zip(call.struct_info.fields, _split_bounds(call, x.shape[ax])):
-        outs.append(_slice_symbolic(x, ax, lo, field.dims[ax]))
+    bounds = _split_bounds(call, call.args[0].struct_info.dims[ax])
+    for k, (lo, _) in enumerate(bounds):
+        start = lo
+        outs.append(_slice_symbolic(x, ax, start, out_dims(call, k)))
     return outs
 
 
-def _slice_symbolic(x: Any, ax: int, lo: PrimExpr, ext: PrimExpr) -> Any:
+def _slice_symbolic(x: Any, ax: int, lo: Any, shape: Any) -> Any:
     from kiln import te
-
-    shape = tuple(ext if d == ax else e for d, e in enumerate(x.shape))
 
     def f(*i: PrimExpr) -> PrimExpr:
         idx = list(i)
@@ -428,7 +429,7 @@ def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
 @register_op(
     "relax.broadcast_to",
     infer=_infer_broadcast_to,
-    legalize=lambda call, args: topi.broadcast_to(args[0], call.struct_info.dims),
+    legalize=lambda call, args: topi.broadcast_to(args[0], out_dims(call)),
     pattern=Pattern.BROADCAST,
 )
 def broadcast_to(x: Expr, shape: Any) -> Call:

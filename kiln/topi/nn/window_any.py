@@ -2,7 +2,8 @@
 
 The caller (the graph level's struct info inference) knows the output shape and passes it in;
 channels and window sizes are constants. For fixed shapes `kiln.topi.nn.conv2d_nchw` and the
-pools of `kiln.topi.nn.pool` are the ones to use (they carry the tuned CPU schedules).
+pools of `kiln.topi.nn.pool` are the ones to use (they carry the tuned CPU schedules). Index
+arithmetic uses the dtype of the data's shape throughout (int64 for symbolic shapes).
 
 ``padding`` is ``(top, left, bottom, right)``; padded positions read 0 (convolution, average)
 or are skipped (maximum). ``adaptive_avg_pool2d`` averages, for output cell ``i`` of ``n`` over
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
+from kiln.ir.dtype import DataType
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, FloorDiv, IntImm, Max, Min, PrimExpr, convert
 from kiln.tir.op import min_value
@@ -22,17 +24,13 @@ from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import check_tensor
 
 
-def _c(v: int, like: PrimExpr) -> PrimExpr:
-    return convert(v, like.dtype)
-
-
 def _inside(h: PrimExpr, w: PrimExpr, x: Tensor) -> PrimExpr:
     H, W = x.shape[2], x.shape[3]
-    return (h >= _c(0, h)) & (h < _cast(H, h)) & (w >= _c(0, w)) & (w < _cast(W, w))
+    return (h >= 0) & (h < H) & (w >= 0) & (w < W)
 
 
-def _cast(e: PrimExpr, like: PrimExpr) -> PrimExpr:
-    return e if e.dtype == like.dtype else Cast(like.dtype, e)
+def _axis(extent: int, dt: DataType, name: str) -> Any:
+    return te.reduce_axis(convert(extent, dt), name=name)
 
 
 def conv2d_nchw_any(
@@ -50,17 +48,16 @@ def conv2d_nchw_any(
     data, kernel = check_tensor("conv2d", data), check_tensor("conv2d", kernel)
     o_total, cg, kh, kw = (int(d.value) for d in kernel.shape)  # type: ignore[attr-defined]
     og = o_total // groups
-    dt = out_dtype or data.dtype
-    rc = te.reduce_axis(cg, name="rc")
-    ry = te.reduce_axis(kh, name="ry")
-    rx = te.reduce_axis(kw, name="rx")
+    dt = DataType.parse(out_dtype) if out_dtype is not None else data.dtype
+    it = data.shape[0].dtype
+    rc, ry, rx = _axis(cg, it, "rc"), _axis(kh, it, "ry"), _axis(kw, it, "rx")
     (sh, sw), (dh, dw), (pt, pl) = stride, dilation, padding[:2]
     zero = convert(0.0, dt) if dt.is_float else convert(0, dt)
 
     def body(n: Any, o: Any, y: Any, x: Any) -> Any:
-        c = rc if groups == 1 else _cast(FloorDiv(o, _c(og, o)), rc) * cg + rc
-        h = _cast(y, ry) * sh + ry * dh - pt
-        w = _cast(x, rx) * sw + rx * dw - pl
+        c = rc if groups == 1 else FloorDiv(o, convert(og, it)) * cg + rc
+        h = y * sh + ry * dh - pt
+        w = x * sw + rx * dw - pl
         src = data[n, c, h, w]
         src = src if src.dtype == dt else Cast(dt, src)
         k = kernel[o, rc, ry, rx]
@@ -87,48 +84,45 @@ def pool2d_any(
     """``"max"`` or ``"avg"`` pooling of NCHW ``x`` into ``out_shape``."""
     x = check_tensor(f"{kind}_pool2d", x)
     (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = pool_size, strides, dilation, padding
-    rh = te.reduce_axis(kh, name="rh")
-    rw = te.reduce_axis(kw, name="rw")
+    it = x.shape[0].dtype
+    rh, rw = _axis(kh, it, "rh"), _axis(kw, it, "rw")
     padded = any(padding)
 
-    def pos(n: Any, c: Any, oh: Any, ow: Any) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
-        h = _cast(oh, rh) * sh + rh * dh - pt
-        w = _cast(ow, rw) * sw + rw * dw - pl
-        return h, w, x[n, c, h, w]
+    def read(n: Any, c: Any, oh: Any, ow: Any, fill: PrimExpr) -> PrimExpr:
+        h = oh * sh + rh * dh - pt
+        w = ow * sw + rw * dw - pl
+        v = x[n, c, h, w]
+        return te.if_then_else(_inside(h, w, x), v, fill) if padded else v
 
     if kind == "max":
-
-        def fmax(n: Any, c: Any, oh: Any, ow: Any) -> Any:
-            h, w, v = pos(n, c, oh, ow)
-            v = te.if_then_else(_inside(h, w, x), v, min_value(x.dtype)) if padded else v
-            return te.max(v, axis=[rh, rw])
-
+        low = min_value(x.dtype)
         return te.compute(
-            tuple(out_shape), fmax, name=name, tag=tag.POOL, attrs=tag.attrs_for(tag.POOL)
+            tuple(out_shape),
+            lambda n, c, oh, ow: te.max(read(n, c, oh, ow, low), axis=[rh, rw]),
+            name=name,
+            tag=tag.POOL,
+            attrs=tag.attrs_for(tag.POOL),
         )
     zero = convert(0.0, x.dtype)
-
-    def fsum(n: Any, c: Any, oh: Any, ow: Any) -> Any:
-        h, w, v = pos(n, c, oh, ow)
-        v = te.if_then_else(_inside(h, w, x), v, zero) if padded else v
-        return te.sum(v, axis=[rh, rw])
-
     total = te.compute(
-        tuple(out_shape), fsum, name=f"{name}_sum", tag=tag.POOL, attrs=tag.attrs_for(tag.POOL)
+        tuple(out_shape),
+        lambda n, c, oh, ow: te.sum(read(n, c, oh, ow, zero), axis=[rh, rw]),
+        name=f"{name}_sum",
+        tag=tag.POOL,
+        attrs=tag.attrs_for(tag.POOL),
     )
 
     def count(o: PrimExpr, s: int, p_lo: int, size: PrimExpr, p_hi: int, k: int) -> PrimExpr:
         start = o * s - p_lo
-        size = _cast(size, o)
         end = Min(start + k, size + p_hi)
         if count_include_pad:
             return end - start
-        return Min(end, size) - Max(start, _c(0, o))
+        return Min(end, size) - Max(start, convert(0, o.dtype))
 
     def favg(n: Any, c: Any, oh: Any, ow: Any) -> Any:
         ch = count(oh, sh, pt, x.shape[2], pb, kh)
         cw = count(ow, sw, pl, x.shape[3], pr, kw)
-        return total[n, c, oh, ow] / Cast(x.dtype, ch * _cast(cw, ch))
+        return total[n, c, oh, ow] / Cast(x.dtype, ch * cw)
 
     return te.compute(
         tuple(out_shape), favg, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE)
@@ -138,22 +132,19 @@ def pool2d_any(
 def adaptive_avg_pool2d(x: Tensor, output_size: Any, name: str = "T_adaptive_pool") -> Tensor:
     """The mean over adaptive windows so that the output has ``output_size`` (oh, ow)."""
     x = check_tensor("adaptive_avg_pool2d", x)
-    oh, ow = (convert(v, "int64") if isinstance(v, int) else v for v in output_size)
+    it = x.shape[0].dtype
+    oh, ow = (convert(v, it) if isinstance(v, int) else v for v in output_size)
     H, W = x.shape[2], x.shape[3]
-    kh, kw = _max_window(H, oh), _max_window(W, ow)
-    rh = te.reduce_axis(kh, name="rh")
-    rw = te.reduce_axis(kw, name="rw")
+    rh = te.reduce_axis(_max_window(H, oh), name="rh")
+    rw = te.reduce_axis(_max_window(W, ow), name="rw")
 
     def bounds(i: PrimExpr, size: PrimExpr, n: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
-        i, size, n = _cast(i, n), _cast(size, n), n
-        start = FloorDiv(i * size, n)
-        end = FloorDiv((i + 1) * size + n - 1, n)
-        return start, end
+        return FloorDiv(i * size, n), FloorDiv((i + 1) * size + n - 1, n)
 
     def fsum(b: Any, c: Any, i: Any, j: Any) -> Any:
         hs, he = bounds(i, H, oh)
         ws, we = bounds(j, W, ow)
-        h, w = hs + _cast(rh, hs), ws + _cast(rw, ws)
+        h, w = hs + rh, ws + rw
         ok = (h < he) & (w < we)
         return te.sum(te.if_then_else(ok, x[b, c, h, w], convert(0.0, x.dtype)), axis=[rh, rw])
 
@@ -163,7 +154,7 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any, name: str = "T_adaptive_poo
     def favg(b: Any, c: Any, i: Any, j: Any) -> Any:
         hs, he = bounds(i, H, oh)
         ws, we = bounds(j, W, ow)
-        return total[b, c, i, j] / Cast(x.dtype, (he - hs) * _cast(we - ws, hs))
+        return total[b, c, i, j] / Cast(x.dtype, (he - hs) * (we - ws))
 
     return te.compute(shape, favg, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE))
 
@@ -171,6 +162,6 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any, name: str = "T_adaptive_poo
 def _max_window(size: PrimExpr, n: PrimExpr) -> PrimExpr:
     """An upper bound of the adaptive window extent: ``ceil(size / n) + 1``."""
     if isinstance(size, IntImm) and isinstance(n, IntImm):
-        return convert(-(-size.value // n.value) + (1 if size.value % n.value else 0), "int64")
-    s, nn = _cast(size, n), n
-    return FloorDiv(s + nn - 1, nn) + 1
+        extra = 1 if size.value % n.value else 0
+        return convert(-(-size.value // n.value) + extra, size.dtype)
+    return FloorDiv(size + n - 1, n) + 1

@@ -24,6 +24,7 @@ from kiln.relax.op.common import (
     describe,
     fail,
     int_list,
+    out_dims,
     out_tensor,
     same_dtype,
     tensor_sinfo,
@@ -117,7 +118,7 @@ def _legalize_conv2d(call: Call, args: list[Any]) -> Any:
     return conv2d_nchw_any(
         data,
         weight,
-        out.dims,
+        out_dims(call),
         a["strides"],
         a["padding"],
         a["dilation"],
@@ -210,7 +211,7 @@ def _legalize_pool(call: Call, args: list[Any]) -> Any:
     return pool2d_any(
         x,
         kind,
-        call.struct_info.dims,
+        out_dims(call),
         a["pool_size"],
         a["strides"],
         a["padding"],
@@ -274,8 +275,8 @@ def _infer_adaptive(call: Call, ctx: Any) -> StructInfo:
 
 
 def _legalize_adaptive(call: Call, args: list[Any]) -> Any:
-    out = call.struct_info.dims
-    if all(isinstance(d, IntImm) and d.value == 1 for d in out[2:]):
+    out = out_dims(call)
+    if all(isinstance(d, int) and d == 1 for d in out[2:]):
         return topi.nn.global_avg_pool2d(args[0])
     return _adaptive(args[0], out[2:])
 
