@@ -6,8 +6,9 @@ legalization of operators share.
 so symbolic dims stay the same variables), a tuple a list, a shape its dims, a prim value its
 expression; anything else passes through. Index arithmetic is int32 when every shape is
 constant and int64 otherwise (see `te_dims`). `prim_func_of` lowers the TE outputs into a
-PrimFunc in destination-passing style: parameters are every tensor input (in argument order, read or not),
-then the outputs, then the symbolic variables that no input shape binds (``tir_vars``).
+PrimFunc in destination-passing style: parameters are every tensor input (in argument order,
+read or not), then the outputs, then the symbolic variables no input shape binds
+(``tir_vars``).
 """
 
 from __future__ import annotations
