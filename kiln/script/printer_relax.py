@@ -106,7 +106,8 @@ class RelaxPrinter(ExprPrinter):
             return f"R.Shape(ndim={s.ndim})" if s.ndim != -1 else "R.Shape"
         if isinstance(s, PrimStructInfo):
             if s.value is not None:
-                return f"R.Prim(value={self.prim(s.value)})"
+                text = self.dim(s.value, quoted) if s.value.dtype == INT64 else self.prim(s.value)
+                return f"R.Prim(value={text})"
             return f"R.Prim({quote(str(s.dtype))})"
         if isinstance(s, TupleStructInfo):
             return f"R.Tuple({', '.join(self.sinfo(f, quoted) for f in s.fields)})"
@@ -257,6 +258,7 @@ class RelaxPrinter(ExprPrinter):
             sinfo = p.struct_info_
             dims = sinfo.dims if isinstance(sinfo, TensorStructInfo) else None
             dims = sinfo.values if isinstance(sinfo, ShapeStructInfo) else dims
+            dims = (sinfo.value,) if isinstance(sinfo, PrimStructInfo) else dims
             for d in dims or ():
                 if isinstance(d, TirVar) and id(d) not in seen:
                     quoted.add(id(d))

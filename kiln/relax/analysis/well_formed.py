@@ -144,7 +144,9 @@ class _Checker(ExprVisitor):
         super().visit_Call(c)
         for a in c.args:
             if not is_leaf(a):
-                self.err(f"an argument of a call of {_callee(c)} is not a leaf ({type(a).__name__})")
+                self.err(
+                    f"an argument of a call of {_callee(c)} is not a leaf ({type(a).__name__})"
+                )
         for s in c.sinfo_args:
             self.use_sym(s, f"the struct info arguments of a call of {_callee(c)}")
         for a in c.args:
@@ -196,7 +198,9 @@ class _Checker(ExprVisitor):
             return
         for d, (a, b) in enumerate(zip(dims, buf.shape)):
             if isinstance(a, IntImm) and isinstance(b, IntImm) and a.value != b.value:
-                self.err(f"{what} has extent {a.value} on axis {d}, the PrimFunc's buffer {b.value}")
+                self.err(
+                    f"{what} has extent {a.value} on axis {d}, the PrimFunc's buffer {b.value}"
+                )
 
 
 def _outputs(sinfo: Any) -> list[Any]:

@@ -33,7 +33,7 @@ from kiln.relax.op.common import (
 )
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import INT64, StructInfo, TensorStructInfo
-from kiln.tir.expr import FloatImm, IntImm, Max, PrimExpr
+from kiln.tir.expr import FloatImm, IntImm, PrimExpr
 from kiln.topi.tag import Pattern
 
 
@@ -152,7 +152,7 @@ def _arange_length(call: Call, start: Any, end: Any, step: Any, dtype: DataType)
     if not dtype.is_integer:
         raise fail(call, "symbolic bounds need an integer dtype")
     s = [v if v.dtype == INT64 else v.astype(INT64) for v in (start, end, step)]
-    return simplify_dim(Max((s[1] - s[0] + s[2] - 1) // s[2], IntImm(INT64, 0)))
+    return simplify_dim((s[1] - s[0] + s[2] - 1) // s[2])
 
 
 def _infer_arange(call: Call, ctx: Any) -> StructInfo:
