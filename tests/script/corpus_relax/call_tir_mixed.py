@@ -1,4 +1,5 @@
 # A mixed module: a PrimFunc called with call_tir from a relax function (cls.f), symbolic dims.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.script import tir as T

@@ -1,4 +1,5 @@
 # call_tir producing two outputs (a list of out_sinfo), unpacked by indexing.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.script import tir as T

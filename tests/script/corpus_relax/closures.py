@@ -1,4 +1,5 @@
 # A local function (closure) capturing an outer variable, called twice.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 

@@ -1,4 +1,5 @@
 # A small convolutional network with symbolic batch: conv2d, batch_norm, pools, flatten, linear.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 from kiln.script import tir as T
 

@@ -1,4 +1,5 @@
 # Creation operators: full, zeros, ones, the *_like family and arange (constant and symbolic).
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 from kiln.script import tir as T
 

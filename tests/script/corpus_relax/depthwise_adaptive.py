@@ -1,4 +1,5 @@
 # Grouped (depthwise) convolution, dilation, adaptive average pooling, global pooling.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 

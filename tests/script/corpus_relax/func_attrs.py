@@ -1,4 +1,5 @@
 # Function attributes beside the global symbol, module attributes, a private function.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import ir as I
 from kiln.script import relax as R
 

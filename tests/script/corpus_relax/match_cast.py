@@ -1,4 +1,5 @@
 # match_cast defines new symbolic variables that later annotations use.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 from kiln.script import tir as T
 

@@ -1,4 +1,5 @@
 # layer_norm over the last axis, softmax / log_softmax, dropout returning (output, mask).
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 

@@ -1,4 +1,5 @@
 # Packed functions: call_packed (impure), call_pure_packed, call_dps_packed, an impure function.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 

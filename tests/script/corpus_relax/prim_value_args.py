@@ -1,4 +1,5 @@
 # Prim values bound to names, used as arguments of a packed call and of arange.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 from kiln.script import tir as T
 

@@ -1,4 +1,5 @@
 # seed 003 test_const: constants (int64 by default) in a tuple with a parameter.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import ir as I
 from kiln.script import relax as R
 

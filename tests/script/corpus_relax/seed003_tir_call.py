@@ -1,4 +1,5 @@
 # seed 003 test_tir_call: a PrimFunc called directly by name, its arguments passed as they are.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.script import tir as T

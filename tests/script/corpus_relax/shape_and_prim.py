@@ -1,4 +1,5 @@
 # Shape and prim values: R.Shape / R.Prim parameters, R.shape, R.prim_value, shape_of.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 from kiln.script import tir as T
 

@@ -1,4 +1,5 @@
 # String and dtype values, an ExternFunc value, and R.Object annotations.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 

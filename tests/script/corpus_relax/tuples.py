@@ -1,4 +1,5 @@
 # Tuples: tuple parameters, indexing, nesting, a tuple result, the empty tuple.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 

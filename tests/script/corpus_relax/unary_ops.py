@@ -1,4 +1,5 @@
 # Every unary operator, and the activations of R.nn.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
 from kiln.script import relax as R
 
 
