@@ -40,10 +40,31 @@ VOID = DataType("handle", 0)
 
 
 def describe(e: Any) -> str:
-    """``name: struct info`` of an operand, for error messages."""
-    name = e.name_hint if isinstance(e, Var) else type(e).__name__.lower()
+    """``name (struct info)`` of an operand, for error messages."""
+    if isinstance(e, Var):
+        name = e.name_hint
+    elif isinstance(e, Call):
+        name = f"{getattr(e.op, 'name', None) or getattr(e.op, 'name_hint', 'call')}(...)"
+    else:
+        name = type(e).__name__.lower()
     sinfo = getattr(e, "struct_info_", None)
     return f"{name} ({sinfo})" if sinfo is not None else name
+
+
+def shape_text(dims: Any) -> str:
+    """Dims as a Python tuple: ``(n, 4)``, ``(3,)``."""
+    items = [show(d) for d in dims]
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def show(d: Any) -> str:
+    """A dimension as it reads in script (``4``, ``n * 2``)."""
+    if isinstance(d, IntImm):
+        return str(d.value)
+    from kiln.relax.expr import PrimValue
+
+    text = str(PrimValue(d)) if isinstance(d, PrimExpr) else str(d)
+    return text.removeprefix("R.prim_value(").removesuffix(")")
 
 
 def fail(call: Call, message: str) -> IRValueError:
@@ -176,7 +197,7 @@ def _merge_dim(
         return cur
     if fit is Fit.FAIL:
         shown = ", ".join(describe(a) for a in call.args[: len(infos)])
-        raise fail(call, f"operands do not broadcast: dim {cur} vs {d} ({shown})")
+        raise fail(call, f"operands do not broadcast: dim {show(cur)} vs {show(d)} ({shown})")
     return None
 
 

@@ -26,6 +26,7 @@ from kiln.relax.op.common import (
     out_dims,
     out_tensor,
     same_dtype,
+    show,
     tensor_sinfo,
 )
 from kiln.relax.op.manipulate import permute_dims
@@ -52,8 +53,8 @@ def _infer_matmul(call: Call, ctx: Any) -> StructInfo:
     if dims_fit(ad[-1], bd[-2]) is Fit.FAIL:
         raise fail(
             call,
-            f"reduction extents differ: {describe(call.args[0])} has {ad[-1]} columns, "
-            f"{describe(call.args[1])} has {bd[-2]} rows",
+            f"reduction extents differ: {describe(call.args[0])} has {show(ad[-1])} columns, "
+            f"{describe(call.args[1])} has {show(bd[-2])} rows",
         )
     batch = _batch(call, ad[:-2], bd[:-2])
     if batch is None:
@@ -77,7 +78,7 @@ def _batch(call: Call, x: list[PrimExpr], y: list[PrimExpr]) -> list[PrimExpr] |
         elif is_one(q) or dims_fit(p, q) is Fit.PASS:
             out.append(p)
         elif dims_fit(p, q) is Fit.FAIL:
-            raise fail(call, f"batch axes do not broadcast: {p} vs {q}")
+            raise fail(call, f"batch axes do not broadcast: {show(p)} vs {show(q)}")
         else:
             return None
     return out

@@ -30,6 +30,7 @@ from kiln.relax.op.common import (
     out_tensor,
     same_dtype,
     shape_rank,
+    shape_text,
     shape_values,
     tensor_sinfo,
     tuple_of_tensors,
@@ -96,7 +97,7 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
         return TensorStructInfo(None, x.dtype, shape_rank(call, 1))
     holes = [k for k, d in enumerate(new) if isinstance(d, IntImm) and d.value == -1]
     if len(holes) > 1 or any(isinstance(d, IntImm) and d.value < -1 for d in new):
-        raise fail(call, f"bad target shape {tuple(str(d) for d in new)}")
+        raise fail(call, f"bad target shape {shape_text(new)}")
     if x.dims is None:
         if holes:
             return TensorStructInfo(None, x.dtype, len(new))
@@ -109,7 +110,7 @@ def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
             raise fail(call, f"cannot infer -1 in a shape holding 0 for {describe(call.args[0])}")
         dims[holes[0]] = simplify_dim(total // known)
     if dims_fit(_product(dims), total) is Fit.FAIL:
-        shown = tuple(str(d) for d in new)
+        shown = shape_text(new)
         raise fail(call, f"cannot reshape {describe(call.args[0])} into {shown}")
     return out_tensor(dims, x.dtype)
 
@@ -421,7 +422,7 @@ def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
         for d, t in zip(reversed(x.dims), reversed(target)):
             if not is_one(d) and dims_fit(d, t) is Fit.FAIL:
                 raise fail(
-                    call, f"cannot broadcast {describe(call.args[0])} to {tuple(map(str, target))}"
+                    call, f"cannot broadcast {describe(call.args[0])} to {shape_text(target)}"
                 )
     return out_tensor(target, x.dtype)
 

@@ -112,6 +112,14 @@ class RelaxEvaluator(ExprEvaluator):
             )
         return value
 
+    def e_Attribute(self, node: ast.Attribute) -> Any:
+        obj = self.eval(node.value)
+        if getattr(obj, "__name__", "") in ("kiln.script.relax", "kiln.relax.op.nn"):
+            if not hasattr(obj, node.attr):
+                prefix = "R.nn" if obj.__name__.endswith("nn") else "R"
+                raise self.src.error(node, f"unknown R function or type '{prefix}.{node.attr}'")
+        return super().e_Attribute(node)
+
     def e_BinOp(self, node: ast.BinOp) -> Any:
         a, b = self.eval(node.left), self.eval(node.right)
         if isinstance(a, Expr) or isinstance(b, Expr):

@@ -27,6 +27,7 @@ from kiln.relax.op.common import (
     out_dims,
     out_tensor,
     same_dtype,
+    show,
     tensor_sinfo,
 )
 from kiln.relax.op.registry import register_op
@@ -95,8 +96,8 @@ def _infer_conv2d(call: Call, ctx: Any) -> StructInfo:
     if dims_fit(c, cg * groups) is Fit.FAIL:
         raise fail(
             call,
-            f"data {describe(call.args[0])} has {c} channels but weight "
-            f"{describe(call.args[1])} expects {cg} per group x {groups} group(s)",
+            f"data {describe(call.args[0])} has {show(c)} channels but weight "
+            f"{describe(call.args[1])} expects {show(cg)} per group x {groups} group(s)",
         )
     if isinstance(o, IntImm) and o.value % groups:
         raise fail(call, f"{o.value} output channels are not divisible by groups={groups}")

@@ -24,6 +24,7 @@ from kiln.relax.op.common import (
     normalize_axis,
     require_float,
     same_dtype,
+    shape_text,
     tensor_sinfo,
 )
 from kiln.relax.op.registry import register_op
@@ -39,7 +40,7 @@ def _check_param(call: Call, i: int, want: tuple[Any, ...] | None, what: str) ->
     if len(dims) != len(want) or any(dims_fit(a, b) is Fit.FAIL for a, b in zip(dims, want)):
         raise fail(
             call,
-            f"{what} {describe(call.args[i])} must have shape {tuple(str(d) for d in want)} "
+            f"{what} {describe(call.args[i])} must have shape {shape_text(want)} "
             f"to match data {describe(call.args[0])}",
         )
 
