@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kiln.ir.transform import FunctionPass as _FunctionPass
+from kiln.ir.transform import PassContext
 from kiln.relax.expr import Function
 
 
@@ -16,3 +17,13 @@ class FunctionPass(_FunctionPass):
     """
 
     function_type: ClassVar[type] = Function
+
+
+def debug_pass_context(**kwargs: Any) -> PassContext:
+    """A `PassContext` for graph-level pipelines with the instruments of ``KILN_DEBUG``: 1
+    verifies every function of the module after each pass (`verify_module`: TIR and relax
+    functions alike), 2 also prints the module after each pass."""
+    from kiln import config
+    from kiln.relax.analysis.well_formed import verify_module
+
+    return PassContext.for_debug_level(config.load().debug, verify=verify_module, **kwargs)

@@ -38,6 +38,8 @@ def _set(obj: Any, name: str, value: Any) -> None:
 
 def as_dim(value: Any, what: str = "dimension") -> PrimExpr:
     """An int64 dimension expression from a Python int or an integer `tir` expression."""
+    if isinstance(value, PrimExpr) and value.dtype == INT64:
+        return value
     if isinstance(value, bool):
         raise IRError(f"a {what} must be an integer, got {value!r}")
     if isinstance(value, int):
@@ -56,6 +58,8 @@ def as_dim(value: Any, what: str = "dimension") -> PrimExpr:
 
 def as_dims(values: Any, what: str = "shape") -> tuple[PrimExpr, ...]:
     """A tuple of int64 dims from a list/tuple of ints and expressions."""
+    if type(values) is tuple and all(isinstance(v, PrimExpr) and v.dtype == INT64 for v in values):
+        return values
     if not isinstance(values, (list, tuple)):
         raise IRError(f"a {what} must be a list or tuple of dims, got {values!r}")
     return tuple(as_dim(v, f"{what} dimension") for v in values)

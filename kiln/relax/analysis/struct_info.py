@@ -19,8 +19,8 @@ from enum import IntEnum
 from typing import Any
 
 from kiln.arith import Analyzer
+from kiln.ir.node import Node
 from kiln.ir.structural import structural_equal
-from kiln.ir.visitor import pre_order_nodes
 from kiln.relax.expr import ShapeExpr, Var
 from kiln.relax.struct_info import (
     FuncStructInfo,
@@ -68,12 +68,41 @@ def dims_fit(a: PrimExpr, b: PrimExpr) -> Fit:
 
 
 def tir_vars(node: Any) -> list[TirVar]:
-    """The symbolic (`tir`) variables ``node`` mentions, by first occurrence."""
+    """The symbolic (`tir`) variables ``node`` mentions, by first occurrence (derived struct
+    info of expressions is not entered: it repeats what the expression holds)."""
     out: dict[int, TirVar] = {}
-    for n in pre_order_nodes(node):
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if type(n) is IntImm or n is None:
+            continue
         if isinstance(n, TirVar):
             out.setdefault(id(n), n)
+            continue
+        if isinstance(n, (tuple, list)):
+            stack.extend(reversed(n))
+            continue
+        if not isinstance(n, Node) or id(n) in seen:
+            continue
+        seen.add(id(n))
+        own = _OWN_FIELDS.get(type(n))
+        if own is None:
+            own = _own_fields(type(n))
+        stack.extend(getattr(n, f) for f in reversed(own))
     return list(out.values())
+
+
+_OWN_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _own_fields(cls: type) -> tuple[str, ...]:
+    skip = {"span", "name", "name_hint", "dtype"}
+    if cls is not Var and not issubclass(cls, Var):
+        skip.add("struct_info_")
+    names = tuple(f for f in cls.field_names() if f not in skip)  # type: ignore[attr-defined]
+    _OWN_FIELDS[cls] = names
+    return names
 
 
 class _Fitter:
@@ -81,6 +110,8 @@ class _Fitter:
         self.binds = binds if binds is not None else {}
 
     def dim(self, base: PrimExpr, derived: PrimExpr) -> Fit:
+        if type(base) is IntImm or not self.binds:
+            return dims_fit(base, derived)
         if isinstance(base, TirVar) and base in self.binds:
             bound = self.binds[base]
             if bound is None:

@@ -48,7 +48,6 @@ from kiln.script.parser.expr import (
     USER_ERRORS,
     ExprEvaluator,
     debug_cause,
-    fill_all_spans,
     internal_error,
     one_line,
 )
@@ -145,7 +144,7 @@ class RelaxFuncParser(RelaxEvaluator):
         seq = SeqExpr(tuple(blocks), body, None, span)
         func = Function(tuple(params), seq, ret, options.pure, Attrs(attrs), None, span)
         func = self.at(fdef, self.bb.normalize, func)
-        fill_all_spans(func, span)
+        fill_relax_spans(func, span)
         return func
 
     def parse_body(self, stmts: list[ast.stmt], fdef: ast.FunctionDef) -> Expr:
@@ -381,6 +380,40 @@ class RelaxFuncParser(RelaxEvaluator):
         var = self.new_var(node.name, func.struct_info, span)
         self.bb.emit_normalized(VarBinding(var, func, span))
         self.scopes[-1][node.name] = var
+
+
+def fill_relax_spans(root: Any, span: Any) -> None:
+    """Give every expression, binding and block of a relax function without a span the span of
+    its nearest enclosing node. NOTE: struct info is not entered (it is a type, not code; errors
+    point at the expression or binding that carries it), which keeps this linear in the code."""
+    stack: list[tuple[Any, Any]] = [(root, span)]
+    while stack:
+        n, outer = stack.pop()
+        if isinstance(n, (tuple, list)):
+            stack.extend((x, outer) for x in n)
+            continue
+        here = getattr(n, "span", 0)
+        if here is None:
+            object.__setattr__(n, "span", outer)
+        elif here != 0:
+            outer = here
+        kids = _SPAN_FIELDS.get(type(n).__name__)
+        if kids:
+            stack.extend((getattr(n, f), outer) for f in kids)
+
+
+_SPAN_FIELDS = {
+    "Function": ("params", "body"),
+    "SeqExpr": ("blocks", "body"),
+    "BindingBlock": ("bindings",),
+    "DataflowBlock": ("bindings",),
+    "VarBinding": ("var", "value"),
+    "MatchCast": ("var", "value"),
+    "Call": ("op", "args"),
+    "Tuple": ("fields",),
+    "TupleGetItem": ("tuple_value",),
+    "If": ("cond", "true_branch", "false_branch"),
+}
 
 
 def _object(value: Expr) -> bool:
