@@ -135,7 +135,9 @@ class Attrs(FrozenMap):
         try:
             return self._items[name]
         except KeyError:
-            raise AttributeError(f"attributes have no {name!r}; they have {list(self._items)}")
+            raise AttributeError(
+                f"attributes have no {name!r}; they have {list(self._items)}"
+            ) from None
 
     def __init__(self, items: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(items, **kwargs)
