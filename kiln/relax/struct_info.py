@@ -96,7 +96,8 @@ class PrimStructInfo(StructInfo):
     def __post_init__(self) -> None:
         value = self.value
         if value is not None and not isinstance(value, PrimExpr):
-            value = convert(value, self.dtype or None)
+            default = INT64 if isinstance(value, int) and not isinstance(value, bool) else None
+            value = convert(value, self.dtype or default)
             _set(self, "value", value)
         if self.dtype is None:
             if value is None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
-from kiln.relax.binding import BindingBlock, MatchCast, VarBinding
+from kiln.relax.binding import BindingBlock, DataflowBlock, MatchCast, VarBinding
 from kiln.relax.expr import DataflowVar, Function, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.function_pass import FunctionPass
@@ -20,6 +20,8 @@ from kiln.relax.function_pass import FunctionPass
 
 class _ToNonDataflow(ExprMutator):
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock | None:
+        if not isinstance(block, DataflowBlock):
+            return super().visit_binding_block(block)
         self.builder.begin_binding_block()
         for b in block.bindings:
             self.visit_binding(b)
