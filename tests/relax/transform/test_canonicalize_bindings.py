@@ -1,5 +1,7 @@
 """CanonicalizeBindings: renaming bindings disappear (before / expected scripts)."""
 
+# ruff: noqa: F841 - names in R scripts are script variables, not Python locals
+
 from __future__ import annotations
 
 from kiln.ir import assert_structural_equal

@@ -1,6 +1,8 @@
 """LegalizeOps: operator calls become call_tir of TE PrimFuncs; a legalized model runs and
 matches numpy (through the test executor and kiln.build)."""
 
+# ruff: noqa: F841 - names in R scripts are script variables, not Python locals
+
 from __future__ import annotations
 
 import numpy as np
