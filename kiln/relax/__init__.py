@@ -9,7 +9,7 @@
         bb.emit_func_output(gv)
 """
 
-from kiln.relax import analysis, op
+from kiln.relax import analysis, op, transform
 from kiln.relax.binding import Binding, BindingBlock, DataflowBlock, MatchCast, VarBinding
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import (
@@ -30,6 +30,7 @@ from kiln.relax.expr import (
     Var,
     const,
 )
+from kiln.relax.expr_functor import ExprMutator, ExprVisitor
 from kiln.relax.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -50,6 +51,8 @@ __all__ = [
     "DataflowBlock",
     "DataflowVar",
     "Expr",
+    "ExprMutator",
+    "ExprVisitor",
     "ExternFunc",
     "FuncStructInfo",
     "Function",
@@ -72,4 +75,5 @@ __all__ = [
     "analysis",
     "const",
     "op",
+    "transform",
 ]

@@ -36,9 +36,14 @@ def _set(obj: Any, name: str, value: Any) -> None:
     object.__setattr__(obj, name, value)
 
 
+def _int64(e: Any) -> bool:
+    dt = e.dtype
+    return dt.bits == 64 and dt.kind == "int" and dt.lanes == 1
+
+
 def as_dim(value: Any, what: str = "dimension") -> PrimExpr:
     """An int64 dimension expression from a Python int or an integer `tir` expression."""
-    if isinstance(value, PrimExpr) and value.dtype == INT64:
+    if isinstance(value, PrimExpr) and _int64(value):
         return value
     if isinstance(value, bool):
         raise IRError(f"a {what} must be an integer, got {value!r}")
@@ -58,7 +63,7 @@ def as_dim(value: Any, what: str = "dimension") -> PrimExpr:
 
 def as_dims(values: Any, what: str = "shape") -> tuple[PrimExpr, ...]:
     """A tuple of int64 dims from a list/tuple of ints and expressions."""
-    if type(values) is tuple and all(isinstance(v, PrimExpr) and v.dtype == INT64 for v in values):
+    if type(values) is tuple and all(isinstance(v, PrimExpr) and _int64(v) for v in values):
         return values
     if not isinstance(values, (list, tuple)):
         raise IRError(f"a {what} must be a list or tuple of dims, got {values!r}")

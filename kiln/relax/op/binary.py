@@ -43,6 +43,10 @@ def infer_broadcast(call: Call, n: int, kind: str) -> StructInfo:
             dtype = BOOL
     dims = broadcast_dims(call, infos)
     ndim = -1 if any(s.ndim < 0 for s in infos) else max(s.ndim for s in infos)
+    for s in infos:  # NOTE: reuse an operand's struct info when it is the result (common case)
+        same = s.dims is not None and dims is not None and len(s.dims) == len(dims)
+        if same and s.dtype == dtype and all(a is b for a, b in zip(s.dims, dims)):
+            return s
     return out_tensor(dims, dtype, ndim)
 
 
