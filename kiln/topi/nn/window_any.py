@@ -83,7 +83,7 @@ def pool2d_any(
 ) -> Tensor:
     """``"max"`` or ``"avg"`` pooling of NCHW ``x`` into ``out_shape``."""
     x = check_tensor(f"{kind}_pool2d", x)
-    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = pool_size, strides, dilation, padding
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl) = pool_size, strides, dilation, padding[:2]
     it = x.shape[0].dtype
     rh, rw = _axis(kh, it, "rh"), _axis(kw, it, "rw")
     padded = any(padding)
@@ -111,6 +111,20 @@ def pool2d_any(
         tag=tag.POOL,
         attrs=tag.attrs_for(tag.POOL),
     )
+    return _average(x, total, pool_size, strides, padding, count_include_pad, name)
+
+
+def _average(
+    x: Tensor,
+    total: Tensor,
+    pool_size: tuple[int, int],
+    strides: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    count_include_pad: bool,
+    name: str,
+) -> Tensor:
+    """``total`` divided by the number of elements each window counts."""
+    (kh, kw), (sh, sw), (pt, pl, pb, pr) = pool_size, strides, padding
 
     def count(o: PrimExpr, s: int, p_lo: int, size: PrimExpr, p_hi: int, k: int) -> PrimExpr:
         start = o * s - p_lo
@@ -125,7 +139,7 @@ def pool2d_any(
         return total[n, c, oh, ow] / Cast(x.dtype, ch * cw)
 
     return te.compute(
-        tuple(out_shape), favg, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE)
+        total.shape, favg, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE)
     )
 
 
