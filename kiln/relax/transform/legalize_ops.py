@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from kiln.ir.module import IRModule
 from kiln.ir.transform import Pass, PassContext
-from kiln.relax.expr import Call, Expr, Function, Tuple
+from kiln.relax.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.registry import find_op_def
 from kiln.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -51,9 +51,19 @@ class _Legalizer(ExprMutator):
             return legalize(call, list(te_args))
 
         short = rec.name.split(".")[-1]
+        args = [self.fields_of(a) for a in call.args]
         return self.builder.call_te(
-            compute, *call.args, primfunc_name_hint=short, out_sinfo=call.struct_info
+            compute, *args, primfunc_name_hint=short, out_sinfo=call.struct_info
         )
+
+    def fields_of(self, arg: Any) -> Any:
+        """A tuple-valued variable as a tuple of its fields (bound to variables of their own),
+        so that TE sees one tensor per field."""
+        sinfo = arg.struct_info_ if isinstance(arg, Var) else None
+        if not isinstance(sinfo, TupleStructInfo):
+            return arg
+        items = (TupleGetItem(arg, i) for i in range(len(sinfo.fields)))
+        return Tuple(tuple(self.builder.normalize_arg(self.fields_of(i)) for i in items))
 
 
 @dataclass(frozen=True)

@@ -67,3 +67,22 @@ def test_calls_with_unknown_shapes_stay() -> None:
             return y
 
     assert LegalizeOps()(Module) is Module
+
+
+def test_a_tuple_variable_argument_is_passed_field_by_field() -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 3), "float32")):
+            t = (x, x)
+            c = R.concat(t, axis=1)
+            parts = R.split(c, 3, axis=1)
+            return parts
+
+    mod = LegalizeOps()(Module)
+    verify_module(mod)
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    got = run(mod, "main", x)
+    want = np.split(np.concatenate([x, x], axis=1), 3, axis=1)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
