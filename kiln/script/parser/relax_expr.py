@@ -141,7 +141,7 @@ class RelaxEvaluator(ExprEvaluator):
     # -- calls -----------------------------------------------------------------------------------
     def call(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(func, SinfoCtor):
-            return func(*args, **kwargs)
+            return func.spec(*args, **kwargs)
         args = [resolve_all(a, self.sym_var) for a in args]
         kwargs = {k: resolve_all(v, self.sym_var) for k, v in kwargs.items()}
         if isinstance(func, GlobalVar):

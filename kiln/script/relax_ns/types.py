@@ -139,18 +139,29 @@ class CallableSpec(SinfoSpec):
 
 
 class SinfoCtor:
-    """``R.Tensor`` & co: called, a spec; bare, the spec of its defaults."""
+    """``R.Tensor`` & co. In a script the parser takes the spec (`spec`) and resolves string
+    dims to the function's symbolic variables; called from Python (``relax.Var("x",
+    R.Tensor((2, 3), "float32"))``) it returns struct info, each string dim a fresh int64
+    variable of that name."""
 
     kiln_sinfo_ctor = True
 
     def __init__(self, name: str, make: Callable[..., SinfoSpec]) -> None:
         self.name, self.make = name, make
 
-    def __call__(self, *args: Any, **kwargs: Any) -> SinfoSpec:
+    def spec(self, *args: Any, **kwargs: Any) -> SinfoSpec:
+        """The annotation as written (for the parser)."""
         try:
             return self.make(*args, **kwargs)
         except TypeError as e:
             raise IRError(f"R.{self.name}: {e}") from None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        spec = self.spec(*args, **kwargs)
+        try:
+            return spec.resolve(_fresh_lookup())
+        except (IRError, ValueError):
+            return spec  # e.g. a dim declared as T.int64() outside a script: the parser's job
 
     def __repr__(self) -> str:
         return f"R.{self.name}"
@@ -176,12 +187,25 @@ Callable_ = SinfoCtor(
 )
 
 
+def _fresh_lookup() -> SymLookup:
+    made: dict[str, PrimExpr] = {}
+
+    def lookup(name: str) -> PrimExpr:
+        from kiln.tir.expr import Var
+
+        if name not in made:
+            made[name] = Var(name, "int64")
+        return made[name]
+
+    return lookup
+
+
 def resolve_sinfo(value: Any, sym: SymLookup) -> StructInfo:
     """The struct info an annotation value stands for (an error for anything else)."""
     if isinstance(value, StructInfo):
         return value
     if isinstance(value, SinfoCtor):
-        value = value()
+        value = value.spec()
     if isinstance(value, SinfoSpec):
         return value.resolve(sym)
     raise IRError(
