@@ -241,6 +241,27 @@ def attrs(**kwargs: Any) -> Attrs:
     return Attrs({k: (tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()})
 
 
+def plain(value: Any) -> Any:
+    """A builder argument as a Python value: a constant prim value (``R.prim_value(3)``, as TVM
+    prints some attributes) becomes its number, a sequence a tuple of such values."""
+    from kiln.relax.expr import PrimValue
+    from kiln.tir.expr import FloatImm
+
+    if isinstance(value, PrimValue) and isinstance(value.value, (IntImm, FloatImm)):
+        return value.value.value
+    if isinstance(value, (list, tuple)) or isinstance(value, Expr) and hasattr(value, "fields"):
+        items = value.fields if isinstance(value, Expr) else value
+        return tuple(plain(v) for v in items)
+    return value
+
+
+def out_dtype_attr(value: Any) -> str | None:
+    """An ``out_dtype`` attribute: None (or TVM's ``"void"``) means the operands' dtype."""
+    if value is None or str(value) in ("void", ""):
+        return None
+    return str(DataType.parse(value))
+
+
 def int_list(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
     """An int or a sequence of ints as a tuple (repeated to ``n`` for a single int)."""
     items = [value] * (n or 1) if isinstance(value, int) else list(value)

@@ -23,6 +23,7 @@ from kiln.relax.op.common import (
     describe,
     fail,
     is_one,
+    out_dtype_attr,
     out_dims,
     out_tensor,
     same_dtype,
@@ -125,7 +126,7 @@ def _legalize_matmul(call: Call, args: list[Any]) -> Any:
 )
 def matmul(x1: Expr, x2: Expr, out_dtype: Any = None) -> Call:
     """``x1 @ x2`` (numpy semantics: batched, broadcasting, 1-D vectors)."""
-    dt = None if out_dtype is None else str(out_dtype)
+    dt = out_dtype_attr(out_dtype)
     return Call(Op.get("relax.matmul"), (as_expr(x1), as_expr(x2)), attrs(out_dtype=dt))
 
 

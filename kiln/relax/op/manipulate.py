@@ -28,6 +28,7 @@ from kiln.relax.op.common import (
     normalize_axis,
     out_dims,
     out_tensor,
+    plain,
     same_dtype,
     shape_rank,
     shape_text,
@@ -367,8 +368,8 @@ def strided_slice(
     x: Expr, axes: Any, begin: Any, end: Any, strides: Any = None, assume_inbound: bool = False
 ) -> Call:
     """``x[begin:end:strides]`` on ``axes`` (Python slice rules)."""
-    ints = [tuple(int(v) for v in seq) for seq in (axes, begin, end)]
-    st = None if strides is None else tuple(int(v) for v in strides)
+    ints = [tuple(int(v) for v in plain(seq)) for seq in (axes, begin, end)]
+    st = None if strides is None else tuple(int(v) for v in plain(strides))
     return Call(
         Op.get("relax.strided_slice"),
         (as_expr(x),),

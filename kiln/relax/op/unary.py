@@ -19,6 +19,7 @@ from kiln.relax.op.common import (
     as_expr,
     attrs,
     check_arity,
+    plain,
     require_bool,
     require_float,
     tensor_sinfo,
@@ -96,7 +97,7 @@ def _legalize_clip(call: Call, args: list[Any]) -> Any:
 @register_op("relax.clip", infer=_infer_clip, legalize=_legalize_clip, pattern=Pattern.ELEMWISE)
 def clip(x: Expr, min: float, max: float) -> Call:  # noqa: A002
     """``x`` limited to ``[min, max]``."""
-    return Call(Op.get("relax.clip"), (as_expr(x),), attrs(min=min, max=max))
+    return Call(Op.get("relax.clip"), (as_expr(x),), attrs(min=plain(min), max=plain(max)))
 
 
 def _infer_astype(call: Call, ctx: Any) -> StructInfo:

@@ -24,6 +24,7 @@ from kiln.relax.op.common import (
     describe,
     fail,
     int_list,
+    out_dtype_attr,
     out_dims,
     out_tensor,
     same_dtype,
@@ -160,7 +161,7 @@ def conv2d(
             data_layout=data_layout,
             kernel_layout=kernel_layout,
             out_layout=out_layout,
-            out_dtype=None if out_dtype is None else str(out_dtype),
+            out_dtype=out_dtype_attr(out_dtype),
         ),
     )
 
