@@ -69,7 +69,7 @@ class RelaxPrinter(ExprPrinter):
 
     def reset_names(self) -> None:
         super().reset_names()
-        self.used = ScriptNameSupply([*RESERVED, "R", "cls", self.module_name])
+        self.used = ScriptNameSupply([*RESERVED, "R", "cls", "float", self.module_name])
 
     def emit(self, ind: int, text: str) -> None:
         self.lines.append("    " * ind + text)
