@@ -82,6 +82,7 @@ class RelaxFuncParser(RelaxEvaluator):
         self.attrs: dict[str, Any] = {}
         self.outputs: set[str] | None = None
         self.depth = 0
+        self.ann_cache: dict[str, tuple[StructInfo, list[tuple[str, Any]]]] = {}
         if outer is not None:
             self.scopes = [dict(s) for s in outer.scopes] + [{}]
 
@@ -221,7 +222,7 @@ class RelaxFuncParser(RelaxEvaluator):
             raise self.src.error(
                 node, "an annotated binding is written name: R.Tensor(...) = value"
             )
-        ann = self.at(node.annotation, self.resolve, self.eval(node.annotation))
+        ann = self.annotation(node.annotation)
         value = self.eval(node.value)
         if isinstance(value, MatchCastSpec):
             self.match_cast(node.target.id, value, node)
@@ -229,6 +230,32 @@ class RelaxFuncParser(RelaxEvaluator):
         if not is_value(value):
             raise self.src.error(node.value, f"cannot bind a {type(value).__name__} in R")
         self.bind(node.target.id, value, (ann, node.annotation), node.value, node.target)
+
+    def annotation(self, node: ast.expr) -> StructInfo:
+        """The struct info an annotation stands for. NOTE: printed functions repeat the same
+        annotation text on many bindings; it is resolved once per function and reused while
+        every name it mentions still means the same object."""
+        key = self.source_text(node)
+        hit = self.ann_cache.get(key) if key is not None else None
+        if hit is not None and all(self.meaning(n) is v for n, v in hit[1]):
+            return hit[0]
+        sinfo = self.at(node, self.resolve, self.eval(node))
+        if key is not None:
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            self.ann_cache[key] = (sinfo, [(n, self.meaning(n)) for n in names])
+        return sinfo
+
+    def source_text(self, node: ast.expr) -> str | None:
+        if node.lineno != node.end_lineno:
+            return None
+        line = self.src.line_text(node.lineno)
+        return line[node.col_offset : node.end_col_offset] if line.isascii() else None
+
+    def meaning(self, name: str) -> Any:
+        try:
+            return self.lookup(name, None)  # type: ignore[arg-type]
+        except ScriptError:
+            return None
 
     def bind(
         self,
@@ -255,6 +282,8 @@ class RelaxFuncParser(RelaxEvaluator):
 
     def fit_annotation(self, ann: StructInfo, value: Expr, node: ast.AST) -> StructInfo:
         """``ann`` when the value fits it, its new symbolic variables bound to the value's."""
+        if ann is value.struct_info:
+            return ann
         fresh = [v for v in tir_vars(ann) if not self.bb.is_defined_symbolic(v)]
         binds: dict[Any, Any] = {v: None for v in fresh}
         fit = check_fits(ann, value.struct_info, binds)
