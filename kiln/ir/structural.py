@@ -3,7 +3,8 @@
 Binder nodes (variables, buffers) are compared through a mapping built as the comparison walks
 both trees: at a definition site (a field listed in the parent's ``_def_fields``, or any binder met
 for the first time when ``map_free_vars`` is on) the two binders are paired, and every later use
-must use the paired binder. A binder's name never matters. `GlobalVar`s compare by name.
+must use the paired binder. A binder's name never matters. `GlobalVar`s compare by name; numpy
+arrays (graph-level constants) by dtype, shape and values (NaN equal to NaN).
 `structural_hash` is consistent with this: binders hash by their definition order.
 """
 
