@@ -1,7 +1,9 @@
-"""Benchmark: parse, print and re-parse a generated 500-statement PrimFunc script.
+"""Benchmark: parse, print and re-parse a generated 500-statement PrimFunc script, and a
+2,000-binding ``@R.function``.
 
-Run ``python benchmarks/bench_script.py [statements] [repeats]``; prints the median time of each
-phase. Not a test: the numbers are for people (parsing should stay well under a second).
+Run ``python benchmarks/bench_script.py [statements] [repeats] [bindings]``; prints the median
+time of each phase. Not a test: the numbers are for people (parsing and printing should stay
+well under a second; tests/script/test_relax_perf.py holds a generous bound).
 """
 
 from __future__ import annotations
@@ -42,6 +44,43 @@ def make_script(n_statements: int) -> str:
     return "\n".join(lines + body) + "\n"
 
 
+def make_relax_script(n_bindings: int) -> str:
+    """A relax function of ``n_bindings`` chained operator bindings in one dataflow block."""
+    lines = [
+        "@R.function",
+        'def big(x: R.Tensor(("n", 16), "float32"), w: R.Tensor((16,), "float32")):',
+        "    n = T.int64()",
+        "    with R.dataflow():",
+        "        v0 = R.add(x, w)",
+    ]
+    ops = [
+        "R.add({p}, w)",
+        "R.multiply({p}, w)",
+        "R.nn.relu({p})",
+        "R.exp({p})",
+        "R.sum({p}, axis=1)",
+    ]
+    for i in range(1, n_bindings):
+        op = ops[i % len(ops)] if i % len(ops) != 4 else "R.subtract({p}, x)"
+        lines.append(f"        v{i} = " + op.format(p=f"v{i - 1}"))
+    lines += [f"        R.output(v{n_bindings - 1})", f"    return v{n_bindings - 1}"]
+    return "\n".join(lines) + "\n"
+
+
+def bench_relax(n: int, repeats: int) -> None:
+    text = make_relax_script(n)
+    func = kiln.script.from_source(text, "<relax>")
+    printed = func.script()
+    assert_structural_equal(func, kiln.script.from_source(printed, "<relax-printed>"))
+    parse = median_time(lambda r: kiln.script.from_source(text, f"<relax-{r}>"), repeats)
+    show = median_time(lambda r: func.script(), repeats)
+    reparse = median_time(lambda r: kiln.script.from_source(printed, f"<relax-re-{r}>"), repeats)
+    print(f"R function: {n} bindings")
+    print(f"parse (with well-formedness check): {parse * 1e3:8.1f} ms")
+    print(f"print:                              {show * 1e3:8.1f} ms")
+    print(f"parse the printed (annotated) text: {reparse * 1e3:8.1f} ms")
+
+
 def median_time(fn: Callable[[int], object], repeats: int) -> float:
     times = []
     for r in range(repeats):
@@ -76,6 +115,7 @@ def main() -> None:
     print(f"parse (no check):                   {parse_nocheck * 1e3:8.1f} ms")
     print(f"print:                              {show * 1e3:8.1f} ms")
     print(f"print + re-parse:                   {reparse * 1e3:8.1f} ms")
+    bench_relax(int(sys.argv[3]) if len(sys.argv) > 3 else 2000, repeats)
 
 
 if __name__ == "__main__":

@@ -122,9 +122,22 @@ class FrozenMap(Mapping[Any, Any]):
 
 
 class Attrs(FrozenMap):
-    """An immutable, ordered string-keyed map used for function and loop attributes."""
+    """An immutable, ordered string-keyed map used for function, loop and call attributes.
+
+    Keys read as attributes too (``call.attrs.axis``), as in TVM.
+    """
 
     __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._items[name]
+        except KeyError:
+            raise AttributeError(
+                f"attributes have no {name!r}; they have {list(self._items)}"
+            ) from None
 
     def __init__(self, items: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(items, **kwargs)

@@ -3,7 +3,8 @@
 Binder nodes (variables, buffers) are compared through a mapping built as the comparison walks
 both trees: at a definition site (a field listed in the parent's ``_def_fields``, or any binder met
 for the first time when ``map_free_vars`` is on) the two binders are paired, and every later use
-must use the paired binder. A binder's name never matters. `GlobalVar`s compare by name.
+must use the paired binder. A binder's name never matters. `GlobalVar`s compare by name; numpy
+arrays (graph-level constants) by dtype, shape and values (NaN equal to NaN).
 `structural_hash` is consistent with this: binders hash by their definition order.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
+
+import numpy as np
 
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
@@ -45,6 +48,8 @@ class _Equal:
             self.node(a, b, define)
         elif isinstance(a, IRModule) and isinstance(b, IRModule):
             self.module(a, b)
+        elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            self.array(a, b)
         elif isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
             if len(a) != len(b):
                 self.fail(a, b, f"lengths differ: {len(a)} vs {len(b)}")
@@ -62,6 +67,15 @@ class _Equal:
             self.fail(a, b, f"values differ: {a!r} vs {b!r}")
         elif a != b and not (_nan(a) and _nan(b)):
             self.fail(a, b, f"values differ: {a!r} vs {b!r}")
+
+    def array(self, a: Any, b: Any) -> None:
+        """Arrays (constant tensors) are equal in dtype, shape and values (NaN equal to NaN)."""
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            self.fail(a, b, "an array compared with a non-array")
+        if a.dtype != b.dtype or a.shape != b.shape:
+            self.fail(a, b, f"arrays differ: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
+        if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            self.fail(a, b, "array values differ")
 
     def mapping(self, a: Mapping[Any, Any], b: Mapping[Any, Any], define: bool) -> None:
         if len(a) != len(b):
@@ -201,6 +215,8 @@ class _Hasher:
             return hash(("IRModule", tuple(parts), self.value(x.attrs)))
         if isinstance(x, (tuple, list)):
             return hash(("seq", tuple(self.value(v, define) for v in x)))
+        if isinstance(x, np.ndarray):
+            return hash(("array", str(x.dtype), x.shape, x.tobytes()))
         if isinstance(x, Mapping):
             return hash(
                 ("map", tuple((self.value(k), self.value(v, define)) for k, v in _items(x)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln.ir.function import GlobalVar
-from kiln.script.parser.core import ModuleAttrs
+from kiln.script.parser.dialect import ModuleAttrs
 from kiln.script.parser.entry import ir_module
 
 

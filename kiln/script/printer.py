@@ -18,7 +18,10 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node
 from kiln.ir.structural import structural_equal
+from kiln.relax.expr import Function
 from kiln.script.printer_expr import STRICT, ExprPrinter, quote
+from kiln.script.printer_relax import HEADER as RELAX_HEADER
+from kiln.script.printer_relax import RelaxPrinter, print_relax
 from kiln.script.tir_ns.frames import thread_attr_key
 from kiln.script.tir_ns.intrin import ITER_KIND_NAMES
 from kiln.tir.buffer import Buffer
@@ -470,18 +473,40 @@ class Printer(ExprPrinter):
         self.emit(ind, f"{name} = T.match_buffer({self.names[id(p)]}, {args})")
 
     def module(self, mod: IRModule) -> None:
-        self.lines += [HEADER, "", "@I.ir_module", f"class {self.module_name}:"]
+        funcs = list(mod.items())
+        relax = any(not isinstance(f, PrimFunc) and type(f) in FUNC_PRINTERS for _, f in funcs)
+        self.lines += [
+            RELAX_HEADER if relax else HEADER,
+            "",
+            "@I.ir_module",
+            f"class {self.module_name}:",
+        ]
         if mod.attrs:
             self.emit(1, f"I.module_attrs({self.attr_value(dict(mod.attrs))})")
         first = True
-        for gv, f in mod.items():
+        for gv, f in funcs:
             if not first or mod.attrs:
                 self.lines.append("")
             first = False
-            if isinstance(f, PrimFunc):
-                self.func(f, gv.name_hint, 1)
-            else:
+            printer = FUNC_PRINTERS.get(type(f))
+            if printer is None:
                 self.emit(1, f"# {gv.name_hint}: a {type(f).__name__} (no script printer)")
+            else:
+                printer(self, f, gv.name_hint)
+
+
+def _print_prim_func(p: Printer, f: Any, name: str) -> None:
+    p.func(f, name, 1)
+
+
+def _print_relax_function(p: Printer, f: Any, name: str) -> None:
+    rp = RelaxPrinter(p.module_name)
+    rp.func(f, name, 1)
+    p.lines.extend(rp.lines)
+
+
+FUNC_PRINTERS: dict[type, Any] = {PrimFunc: _print_prim_func, Function: _print_relax_function}
+"""The printer of each function class a module may hold (chosen per node class)."""
 
 
 def _scope(buf: Buffer) -> str:
@@ -490,7 +515,8 @@ def _scope(buf: Buffer) -> str:
 
 
 def script(node: Any, **kwargs: Any) -> str:
-    """``node`` as script text: a module, a function, statements, an expression or a buffer."""
+    """``node`` as script text: a module, a function, statements, an expression, a buffer, or a
+    graph-level function, expression or struct info."""
     p = Printer()
     if isinstance(node, IRModule):
         p.module(node)
@@ -506,6 +532,8 @@ def script(node: Any, **kwargs: Any) -> str:
         p.block(node, 0)
     elif isinstance(node, (PrimExpr, Buffer)):
         return p.expr(node)
+    elif (text := print_relax(node)) is not None:
+        return text
     elif isinstance(node, GlobalVar):
         return f"I.GlobalVar({quote(node.name_hint)})"
     else:

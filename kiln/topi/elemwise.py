@@ -20,7 +20,26 @@ from kiln.errors import IRError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor, broadcast_shape, compute
 from kiln.tir import op as tir_op
-from kiln.tir.expr import Cast, IntImm, Max, Min, PrimExpr, Select, const, convert
+from kiln.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    And,
+    Cast,
+    FloorDiv,
+    IntImm,
+    Max,
+    Min,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    const,
+    convert,
+)
 from kiln.topi import tag
 from kiln.topi.math import erf as _erf
 from kiln.topi.math import exp as _exp
@@ -245,4 +264,158 @@ def cast(x: Tensor, dtype: str | DataType, name: str | None = None) -> Tensor:
         name=name or "T_cast",
         tag=tag.ELEMWISE,
         attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+
+
+# -- more unary math, comparisons, logic and selection (used by the graph-level operators) -----
+def rsqrt(x: Tensor, name: str | None = None) -> Tensor:
+    """``1 / sqrt(x)``."""
+    return unary("rsqrt", x, lambda v: fconst(1.0, v.dtype) / tir_op.math("sqrt", v), name, True)
+
+
+def floor(x: Tensor, name: str | None = None) -> Tensor:
+    """The largest integer not above ``x`` (float tensors)."""
+    return unary("floor", x, lambda v: tir_op.math("floor", v), name, floats=True)
+
+
+def ceil(x: Tensor, name: str | None = None) -> Tensor:
+    """The smallest integer not below ``x`` (float tensors)."""
+    return unary("ceil", x, lambda v: tir_op.math("ceil", v), name, floats=True)
+
+
+def round(x: Tensor, name: str | None = None) -> Tensor:  # noqa: A001
+    """``x`` rounded to the nearest integer, halves to even (numpy's ``round``)."""
+    return unary("round", x, lambda v: tir_op.math("round", v), name, floats=True)
+
+
+def sin(x: Tensor, name: str | None = None) -> Tensor:
+    """The sine (libm)."""
+    return unary("sin", x, lambda v: tir_op.math("sin", v), name, floats=True)
+
+
+def cos(x: Tensor, name: str | None = None) -> Tensor:
+    """The cosine (libm)."""
+    return unary("cos", x, lambda v: tir_op.math("cos", v), name, floats=True)
+
+
+def silu(x: Tensor, name: str | None = None) -> Tensor:
+    """``x * sigmoid(x)``."""
+    return unary("silu", x, lambda v: v * tir_op.math("sigmoid", v), name, floats=True)
+
+
+def isnan(x: Tensor, name: str | None = None) -> Tensor:
+    """A bool tensor: whether each element is NaN (always False for integers)."""
+    x = check_tensor("isnan", x)
+
+    def f(v: PrimExpr) -> PrimExpr:
+        return tir_op.math("isnan", v) if v.dtype.is_float else const(False, "bool")
+
+    return compute(
+        x.shape,
+        lambda *i: f(x[i]),
+        name=name or "T_isnan",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+
+
+def _bool_tensor(op: str, t: Any) -> None:
+    if isinstance(t, Tensor) and not t.dtype.is_bool:
+        raise IRError(f"{op}: tensor {t.name!r} has dtype {t.dtype}; expected a bool tensor")
+
+
+def logical_not(x: Tensor, name: str | None = None) -> Tensor:
+    """Element-wise ``not`` of a bool tensor."""
+    x = check_tensor("logical_not", x)
+    _bool_tensor("logical_not", x)
+    return compute(
+        x.shape,
+        lambda *i: Not(x[i]),
+        name=name or "T_logical_not",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+
+
+def _logical(op: str, a: Any, b: Any, fn: Callable[..., PrimExpr], name: str | None) -> Tensor:
+    for t in (a, b):
+        check_tensor(op, t)
+        _bool_tensor(op, t)
+    shape = broadcast_shape(a.shape, b.shape, op=op, names=[a.name, b.name])
+    kind = tag.ELEMWISE if _same_shape(a, shape) and _same_shape(b, shape) else tag.BROADCAST
+    return compute(
+        shape,
+        lambda *i: fn(_read(a, tuple(i)), _read(b, tuple(i))),
+        name=name or f"T_{op}",
+        tag=kind,
+        attrs=tag.attrs_for(kind),
+    )
+
+
+def logical_and(a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
+    """Element-wise ``and`` of bool tensors, with broadcasting."""
+    return _logical("logical_and", a, b, And, name)
+
+
+def logical_or(a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
+    """Element-wise ``or`` of bool tensors, with broadcasting."""
+    return _logical("logical_or", a, b, Or, name)
+
+
+def floor_divide(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """numpy's ``floor_divide``: ``floor(a / b)`` (integer floor division for integers)."""
+
+    def f(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir_op.math("floor", x / y) if x.dtype.is_float else FloorDiv(x, y)
+
+    return binary("floor_divide", a, b, f, name)
+
+
+def equal(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a == b`` as a bool tensor, with broadcasting."""
+    return binary("equal", a, b, EQ, name)
+
+
+def not_equal(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a != b`` as a bool tensor, with broadcasting."""
+    return binary("not_equal", a, b, NE, name)
+
+
+def less(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a < b`` as a bool tensor, with broadcasting."""
+    return binary("less", a, b, LT, name)
+
+
+def less_equal(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a <= b`` as a bool tensor, with broadcasting."""
+    return binary("less_equal", a, b, LE, name)
+
+
+def greater(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a > b`` as a bool tensor, with broadcasting."""
+    return binary("greater", a, b, GT, name)
+
+
+def greater_equal(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """``a >= b`` as a bool tensor, with broadcasting."""
+    return binary("greater_equal", a, b, GE, name)
+
+
+def where(cond: Tensor, a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
+    """``a`` where ``cond`` holds, else ``b`` (numpy ``where``, broadcasting all three)."""
+    for t in (cond, a, b):
+        check_tensor("where", t)
+    _bool_tensor("where", cond)
+    if a.dtype != b.dtype:
+        raise IRError(
+            f"where: tensor {a.name!r} has dtype {a.dtype} but tensor {b.name!r} has dtype "
+            f"{b.dtype}; cast one of them first (topi.cast)"
+        )
+    shape = broadcast_shape(cond.shape, a.shape, b.shape, op="where")
+    return compute(
+        shape,
+        lambda *i: Select(_read(cond, tuple(i)), _read(a, tuple(i)), _read(b, tuple(i))),
+        name=name or "T_where",
+        tag=tag.BROADCAST,
+        attrs=tag.attrs_for(tag.BROADCAST),
     )

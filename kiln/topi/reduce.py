@@ -15,8 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
+from kiln.ir.dtype import DataType
 from kiln.te import Tensor
-from kiln.tir.expr import Cast, PrimExpr, convert
+from kiln.tir.expr import Cast, PrimExpr, Select, const, convert
+from kiln.tir.op import max_value
 from kiln.topi import tag
 from kiln.topi.utils import check_float, check_numeric, check_tensor, fconst, normalize_axes
 
@@ -59,7 +61,7 @@ def reduce(
     x = check_tensor(op, x)
     check_numeric(op, x)
     dims = normalize_axes(op, x, axis)
-    raxes = [te.reduce_axis((0, x.shape[d]), name=f"k{d}") for d in dims]
+    raxes = [te.reduce_axis(x.shape[d], name=f"k{d}") for d in dims]
     shape = _out_shape(x, dims, keepdims)
     attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=dims, reduce_ndim=x.ndim, keepdims=keepdims)
     if not raxes:  # numpy: reducing over no axis returns the values unchanged
@@ -119,3 +121,73 @@ def _reciprocal(count: Any, x: Tensor) -> PrimExpr:
     if value is not None:
         return fconst(1.0 / value if value else float("inf"), x.dtype)
     return fconst(1.0, x.dtype) / Cast(x.dtype, count)
+
+
+_prod = te.comm_reducer(lambda a, b: a * b, lambda t: const(1, t), name="prod")
+
+
+def prod(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:
+    """The product over ``axis``."""
+    return reduce("prod", x, axis, keepdims, _prod, name)
+
+
+def variance(
+    x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None
+) -> Tensor:
+    """The (population) variance over ``axis``: the mean of the squared distance to the mean,
+    computed in two passes (float tensors)."""
+    x = check_tensor("variance", x)
+    check_float("variance", x)
+    dims = normalize_axes("variance", x, axis)
+    center = mean(x, dims, keepdims=True, name=f"{name or 'T_variance'}_mean")
+
+    def sq(*i: PrimExpr) -> PrimExpr:
+        d = x[i] - center[tuple(convert(0, v.dtype) if k in dims else v for k, v in enumerate(i))]
+        return d * d
+
+    dev = te.compute(
+        x.shape,
+        sq,
+        name=f"{name or 'T_variance'}_sq",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+    return mean(dev, dims, keepdims=keepdims, name=name or "T_variance")
+
+
+def _arg_reduce(op: str, x: Tensor, axis: Any, keepdims: bool, extreme: Tensor) -> Tensor:
+    """The first index along ``axis`` (None: the flat index) where ``x`` equals ``extreme``."""
+    dims = normalize_axes(op, x, None if axis is None else [axis])
+    raxes = [te.reduce_axis(x.shape[d], name=f"k{d}") for d in dims]
+    i64 = DataType("int", 64)
+    shape = _out_shape(x, dims, keepdims)
+
+    def flat(ks: list[Any]) -> PrimExpr:
+        out: PrimExpr = convert(0, i64)
+        for d, k in zip(dims, ks):
+            out = out * Cast(i64, x.shape[d]) + Cast(i64, k)
+        return out
+
+    def body(*out_idx: PrimExpr) -> PrimExpr:
+        idx = _input_index(x, dims, keepdims, out_idx, raxes)
+        hit = x[idx].eq(extreme[tuple(out_idx)])
+        return te.min(Select(hit, flat(raxes), max_value(i64)), axis=raxes)
+
+    attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=dims, reduce_ndim=x.ndim, keepdims=keepdims)
+    return te.compute(shape, body, name=f"T_{op}", tag=tag.COMM_REDUCE, attrs=attrs)
+
+
+def argmax(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """The int64 index of the (first) largest element along ``axis`` (None: flat index)."""
+    x = check_tensor("argmax", x)
+    check_numeric("argmax", x)
+    dims = normalize_axes("argmax", x, None if axis is None else [axis])
+    return _arg_reduce("argmax", x, axis, keepdims, max(x, dims, keepdims=keepdims))
+
+
+def argmin(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """The int64 index of the (first) smallest element along ``axis`` (None: flat index)."""
+    x = check_tensor("argmin", x)
+    check_numeric("argmin", x)
+    dims = normalize_axes("argmin", x, None if axis is None else [axis])
+    return _arg_reduce("argmin", x, axis, keepdims, min(x, dims, keepdims=keepdims))

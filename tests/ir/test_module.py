@@ -50,7 +50,7 @@ def test_op_registry():
     assert op is Op.get("tir.call_extern") and op.get_attr("num_args") == -1
     assert Op.get("tir.exp").get_attr("c_symbol")["float32"] == "expf"
     with pytest.raises(IRError, match="did you mean 'tir.exp'"):
-        Op.get("relax.exp")
+        Op.get("nosuch.exp")  # relax.exp exists once kiln.relax is imported
     assert "tir.anylist_setitem_call_packed" in Op.list_ops()
 
 

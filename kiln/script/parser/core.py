@@ -1,9 +1,9 @@
-"""Parsing of a ``@T.prim_func`` function and of an ``@I.ir_module`` class.
+"""The T dialect: parsing of a ``@T.prim_func`` function into a `PrimFunc`.
 
 A non-private function gets ``global_symbol`` = its name (first among its attributes) unless
-``T.func_attr`` sets one; ``@T.prim_func(private=True)`` gets none. In a module, a pass over the
-class first makes one `GlobalVar` per function (with its return dtype, int32 for functions that
-return nothing), so ``Module.callee(...)`` works whatever the order of definitions.
+``T.func_attr`` sets one; ``@T.prim_func(private=True)`` gets none. In a module, each function
+declares its return dtype first (int32 for functions that return nothing), so
+``Module.callee(...)`` works whatever the order of definitions.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kiln.ir.function import GlobalVar
+from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Attrs, FrozenMap
-from kiln.script.parser.expr import ExprEvaluator, ModuleRef, fill_all_spans, fill_below
+from kiln.script.parser.dialect import Dialect, ModuleContext, register_dialect
+from kiln.script.parser.expr import ExprEvaluator, fill_all_spans, fill_below
 from kiln.script.parser.source import Source
 from kiln.script.parser.stmt import StmtParser
 from kiln.script.tir_ns.frames import FuncAttrs, MatchBufferSpec
@@ -37,20 +38,6 @@ class PrimFuncOptions:
 
     private: bool = False
     check_well_formed: bool = True
-
-
-@dataclass(frozen=True)
-class ModuleOptions:
-    """Options of ``@I.ir_module(...)``."""
-
-    check_well_formed: bool = True
-
-
-@dataclass(frozen=True)
-class ModuleAttrs:
-    """``I.module_attrs({...})`` inside an ``I.ir_module`` class."""
-
-    attrs: dict
 
 
 def annotation_type(ev: ExprEvaluator, node: ast.expr | None) -> PrimType | PointerType | TupleType:
@@ -165,59 +152,38 @@ class FuncParser(StmtParser):
         self.params.append(var)
 
 
-def prim_func_options(ev: ExprEvaluator, fdef: ast.FunctionDef) -> PrimFuncOptions:
-    """The options of the single ``@T.prim_func`` decorator of ``fdef``."""
-    if len(fdef.decorator_list) != 1:
-        raise ev.src.error(fdef, f"function {fdef.name!r} needs exactly one @T.prim_func decorator")
-    deco = ev.eval(fdef.decorator_list[0])
-    options = getattr(deco, "kiln_prim_func_options", None)
-    if not isinstance(options, PrimFuncOptions):
-        raise ev.src.error(
-            fdef.decorator_list[0], "only @T.prim_func functions are supported in kiln.script"
-        )
-    return options
+class TirDialect(Dialect):
+    """``@T.prim_func`` functions."""
+
+    name = "T.prim_func"
+    options_type = PrimFuncOptions
+
+    def owns(self, func: BaseFunc) -> bool:
+        return isinstance(func, PrimFunc)
+
+    def declare(
+        self, ctx: ModuleContext, fdef: ast.FunctionDef, options: Any, ev: ExprEvaluator
+    ) -> Any:
+        return annotation_type(ev, fdef.returns)
+
+    def parse(
+        self,
+        src: Source,
+        fdef: ast.FunctionDef,
+        env: list[Mapping[str, Any]],
+        options: Any,
+        ctx: ModuleContext | None,
+    ) -> BaseFunc:
+        gv_dtypes: dict[GlobalVar, Any] = {}
+        if ctx is not None:
+            for name, gv in ctx.gvars.items():
+                if ctx.dialect_of[name] is self:
+                    ret = ctx.declared[name]
+                    gv_dtypes[gv] = ret.dtype if isinstance(ret, PrimType) else INT32_TYPE.dtype
+        return FuncParser(src, env, gv_dtypes).parse(fdef, options)
+
+    def errors(self, obj: BaseFunc | IRModule) -> list[str]:
+        return verify_well_formed(obj, raise_error=False)  # type: ignore[arg-type]
 
 
-def parse_class(
-    src: Source, cdef: ast.ClassDef, env: list[Mapping[str, Any]], options: ModuleOptions
-) -> IRModule:
-    """An `IRModule` from an ``@I.ir_module`` class statement."""
-    class_env: dict[str, Any] = {}
-    ev = ExprEvaluator(src, [class_env, *env])
-    funcs: list[tuple[ast.FunctionDef, PrimFuncOptions]] = []
-    attrs: dict[str, Any] = {}
-    for stmt in cdef.body:
-        if isinstance(stmt, ast.FunctionDef):
-            funcs.append((stmt, prim_func_options(ev, stmt)))
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            continue  # docstring
-        elif isinstance(stmt, ast.Expr) and isinstance(v := ev.eval(stmt.value), ModuleAttrs):
-            attrs.update(v.attrs)
-        elif isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
-            class_env[stmt.targets[0].id] = ev.eval(stmt.value)  # type: ignore[attr-defined]
-        elif not isinstance(stmt, ast.Pass):
-            raise src.error(
-                stmt, "an I.ir_module class holds @T.prim_func functions and I.module_attrs(...)"
-            )
-    gvars: dict[str, GlobalVar] = {}
-    gv_dtypes: dict[GlobalVar, Any] = {}
-    for fdef, _ in funcs:
-        if fdef.name in gvars:
-            raise src.error(fdef, f"function {fdef.name!r} is defined twice")
-        gv = gvars[fdef.name] = GlobalVar(fdef.name, src.span(fdef))
-        ret = annotation_type(ev, fdef.returns)
-        gv_dtypes[gv] = ret.dtype if isinstance(ret, PrimType) else INT32_TYPE.dtype
-    fenv = [{cdef.name: ModuleRef(cdef.name, gvars)}, class_env, *env]
-    out = {gvars[f.name]: FuncParser(src, fenv, gv_dtypes).parse(f, o) for f, o in funcs}
-    mod = ev.at(cdef, IRModule, out, attrs)
-    if options.check_well_formed:
-        check_well_formed(src, cdef, mod)
-    return mod
-
-
-def check_well_formed(src: Source, node: ast.AST, obj: PrimFunc | IRModule) -> None:
-    """Raise a `ScriptError` at ``node`` when the parsed IR breaks an invariant."""
-    errors = verify_well_formed(obj, raise_error=False)
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise src.error(node, f"the parsed IR is not well formed: {errors[0]}{more}")
+TIR = register_dialect(TirDialect())

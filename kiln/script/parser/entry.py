@@ -1,11 +1,12 @@
-"""Entry points: ``@T.prim_func``, ``@I.ir_module`` and `from_source`.
+"""Entry points: ``@T.prim_func``, ``@R.function``, ``@I.ir_module`` and `from_source`.
 
 Decorated definitions are re-read from their file (found through the code object) and parsed
 from the AST, so spans carry the real file name, line and column. Names resolve, in order, in
 the function's closure cells, the locals of the frame that applied the decorator (captured at
-decoration time), the function's globals and Python's builtins.
+decoration time), the function's globals and Python's builtins. The decorator's options select
+the dialect that parses the function (`kiln.script.parser.dialect`).
 
-A ``@T.prim_func`` inside a class body is not parsed on the spot: ``I.ir_module`` parses the
+A decorated function inside a class body is not parsed on the spot: ``I.ir_module`` parses the
 whole class once it exists, so functions can call each other as ``Module.callee(...)``. Accessed
 through a class that is not an ``I.ir_module``, such a function is parsed on first access.
 """
@@ -18,20 +19,26 @@ import os
 import sys
 import types
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from kiln.errors import ScriptError
+from kiln.ir.function import BaseFunc
 from kiln.ir.module import IRModule
 from kiln.script._boundary import PSEUDO_FILE, entry_point
-from kiln.script.parser.core import (
-    FuncParser,
+from kiln.script.parser import core as _tir_dialect  # noqa: F401 - registers the T dialect
+from kiln.script.parser import relax_func as _relax_dialect  # noqa: F401 - registers R
+from kiln.script.parser.core import PrimFuncOptions
+from kiln.script.parser.dialect import (
     ModuleOptions,
-    PrimFuncOptions,
     check_well_formed,
+    dialect_for,
+    dialect_names,
+    function_options,
     parse_class,
-    prim_func_options,
 )
 from kiln.script.parser.expr import ExprEvaluator
+from kiln.script.parser.relax_func import RelaxFunctionOptions
 from kiln.script.parser.source import (
     Source,
     find_class,
@@ -39,7 +46,6 @@ from kiln.script.parser.source import (
     source_from_text,
     source_of_file,
 )
-from kiln.tir.function import PrimFunc
 
 _SCRIPT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,23 +72,22 @@ def closure_vars(func: types.FunctionType) -> dict[str, Any]:
     return out
 
 
-def _check_func(src: Source, fdef: ast.FunctionDef, func: PrimFunc, options: Any) -> PrimFunc:
+def parse_function(
+    src: Source, fdef: ast.FunctionDef, env: list[Mapping[str, Any]], options: Any
+) -> BaseFunc:
+    """A standalone function from a top-level ``def`` (its dialect chosen by ``options``)."""
+    dialect = dialect_for(options)
+    assert dialect is not None
+    func = dialect.parse(src, fdef, env, options, None)
     if options.check_well_formed:
         check_well_formed(src, fdef, func)
     return func
 
 
-def parse_function(
-    src: Source, fdef: ast.FunctionDef, env: list[Mapping[str, Any]], options: PrimFuncOptions
-) -> PrimFunc:
-    """A `PrimFunc` from a top-level ``def``."""
-    return _check_func(src, fdef, FuncParser(src, env).parse(fdef, options), options)
-
-
 def parse_python_function(
-    func: types.FunctionType, options: PrimFuncOptions, captured: list[Mapping[str, Any]]
-) -> PrimFunc:
-    """A `PrimFunc` from a decorated Python function."""
+    func: types.FunctionType, options: Any, captured: list[Mapping[str, Any]]
+) -> BaseFunc:
+    """A function from a decorated Python function."""
     code = func.__code__
     src = source_of_file(code.co_filename, func.__globals__)
     fdef = find_function(src, func.__name__, code.co_firstlineno)
@@ -90,23 +95,24 @@ def parse_python_function(
     return parse_function(src, fdef, env, options)
 
 
-class DeferredPrimFunc:
-    """A ``@T.prim_func`` met in a class body: parsed by ``I.ir_module`` (or on first access)."""
+class DeferredFunction:
+    """A decorated function met in a class body: parsed by ``I.ir_module`` (or on access)."""
 
-    def __init__(
-        self, func: types.FunctionType, options: PrimFuncOptions, captured: list[dict]
-    ) -> None:
+    def __init__(self, func: types.FunctionType, options: Any, captured: list[dict]) -> None:
         self.func, self.options, self.captured = func, options, captured
-        self.parsed: PrimFunc | None = None
+        self.parsed: BaseFunc | None = None
 
-    def __get__(self, obj: Any, owner: Any = None) -> PrimFunc:
+    def __get__(self, obj: Any, owner: Any = None) -> BaseFunc:
         if self.parsed is None:
             self.parsed = _parse_deferred(self)
         return self.parsed
 
 
+DeferredPrimFunc = DeferredFunction
+
+
 @entry_point
-def _parse_deferred(d: DeferredPrimFunc) -> PrimFunc:
+def _parse_deferred(d: DeferredFunction) -> BaseFunc:
     return parse_python_function(d.func, d.options, d.captured)
 
 
@@ -115,27 +121,28 @@ def _in_class_body(func: types.FunctionType) -> bool:
     return len(parts) > 1 and parts[-2] != "<locals>"
 
 
-def decorate_prim_func(func: Any, options: PrimFuncOptions) -> Any:
-    """Apply ``@T.prim_func`` to ``func``."""
+def decorate(func: Any, options: Any) -> Any:
+    """Apply a dialect decorator (its options given) to ``func``."""
     if not isinstance(func, types.FunctionType):
-        raise TypeError(f"@T.prim_func decorates a function, got {func!r}")
+        name = dialect_for(options).name  # type: ignore[union-attr]
+        raise TypeError(f"@{name} decorates a function, got {func!r}")
     frame = user_frame()
     here = dict(frame.f_locals) if frame is not None else {}
     if _in_class_body(func):
         outer = frame.f_back if frame is not None else None
-        return DeferredPrimFunc(func, options, [here, dict(outer.f_locals) if outer else {}])
+        return DeferredFunction(func, options, [here, dict(outer.f_locals) if outer else {}])
     return parse_python_function(func, options, [here])
 
 
-class PrimFuncDecorator:
-    """What ``T.prim_func(private=True)`` returns: a decorator carrying its options."""
+class FunctionDecorator:
+    """What ``T.prim_func(private=True)`` / ``R.function(pure=False)`` return."""
 
-    def __init__(self, options: PrimFuncOptions) -> None:
-        self.kiln_prim_func_options = options
+    def __init__(self, options: Any) -> None:
+        self.kiln_script_options = options
 
     @entry_point
     def __call__(self, func: Any) -> Any:
-        return decorate_prim_func(func, self.kiln_prim_func_options)
+        return decorate(func, self.kiln_script_options)
 
 
 @entry_point
@@ -152,18 +159,37 @@ def prim_func(
     """
     options = PrimFuncOptions(private, check_well_formed)
     if func is None:
-        return PrimFuncDecorator(options)
-    return decorate_prim_func(func, options)
+        return FunctionDecorator(options)
+    return decorate(func, options)
 
 
-prim_func.kiln_prim_func_options = PrimFuncOptions()  # type: ignore[attr-defined]
+prim_func.kiln_script_options = PrimFuncOptions()  # type: ignore[attr-defined]
+
+
+@entry_point
+def function(
+    func: Any = None,
+    *,
+    private: bool = False,
+    pure: bool = True,
+    check_well_formed: bool = True,
+) -> Any:
+    """``@R.function`` / ``@R.function(private=True, pure=False)``: parse a graph-level
+    function into a relax `Function`."""
+    options = RelaxFunctionOptions(private, pure, check_well_formed)
+    if func is None:
+        return FunctionDecorator(options)
+    return decorate(func, options)
+
+
+function.kiln_script_options = RelaxFunctionOptions()  # type: ignore[attr-defined]
 
 
 def parse_python_class(
     cls: type, options: ModuleOptions, captured: list[Mapping[str, Any]]
 ) -> IRModule:
     """An `IRModule` from a class decorated with ``@I.ir_module``."""
-    deferred = [v for v in vars(cls).values() if isinstance(v, DeferredPrimFunc)]
+    deferred = [v for v in vars(cls).values() if isinstance(v, DeferredFunction)]
     if deferred:
         filename = deferred[0].func.__code__.co_filename
         module_globals = deferred[0].func.__globals__
@@ -198,7 +224,7 @@ def _decorate_class(cls: Any, options: ModuleOptions) -> IRModule:
 
 @entry_point
 def ir_module(cls: Any = None, *, check_well_formed: bool = True) -> Any:
-    """``@I.ir_module``: parse a class of ``@T.prim_func`` functions into an `IRModule`."""
+    """``@I.ir_module``: parse a class of script functions into an `IRModule`."""
     options = ModuleOptions(check_well_formed)
     if cls is None:
         return IRModuleDecorator(options)
@@ -214,20 +240,22 @@ def from_source(
     source_name: str = "<script>",
     extra_vars: Mapping[str, Any] | None = None,
     check_well_formed: bool = True,
-) -> IRModule | PrimFunc:
-    """Parse script text holding one ``@I.ir_module`` class or one ``@T.prim_func`` function.
+) -> IRModule | BaseFunc:
+    """Parse script text holding one ``@I.ir_module`` class or one decorated function.
 
-    ``T`` and ``I`` are predefined; ``extra_vars`` adds names the script may use. Passing
-    ``check_well_formed=False`` skips verification (it overrides the decorators' option).
+    ``T``, ``R`` and ``I`` are predefined; ``extra_vars`` adds names the script may use.
+    Passing ``check_well_formed=False`` skips verification (it overrides the decorators').
     """
     from kiln.script import ir as ir_ns
+    from kiln.script import relax as relax_ns
     from kiln.script import tir as tir_ns
 
     src = source_from_text(text, source_name)
     module_env: dict[str, Any] = {}
-    env = [module_env, dict(extra_vars or {}), {"T": tir_ns, "I": ir_ns}]
+    predefined = {"T": tir_ns, "I": ir_ns, "R": relax_ns}
+    env = [module_env, dict(extra_vars or {}), predefined]
     ev = ExprEvaluator(src, env)
-    results: list[IRModule | PrimFunc] = []
+    results: list[IRModule | BaseFunc] = []
     for stmt in src.tree.body:
         results.extend(_top_level(src, ev, stmt, env, module_env, check_well_formed))
     if len(results) != 1:
@@ -257,17 +285,18 @@ def _top_level(
     env: list[Mapping[str, Any]],
     module_env: dict[str, Any],
     check: bool,
-) -> list[IRModule | PrimFunc]:
+) -> list[IRModule | BaseFunc]:
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return []  # the printed header; T and I are predefined
+        return []  # the printed header; T, R and I are predefined
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
         return []
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         assign_python(ev, stmt.targets[0], ev.eval(stmt.value), module_env)
         return []
     if isinstance(stmt, ast.FunctionDef):
-        opts = prim_func_options(ev, stmt)
-        opts = PrimFuncOptions(opts.private, opts.check_well_formed and check)
+        _, opts = function_options(ev, stmt)
+        if not check:
+            opts = replace(opts, check_well_formed=False)
         return [parse_function(src, stmt, env, opts)]
     if isinstance(stmt, ast.ClassDef) and len(stmt.decorator_list) == 1:
         deco = ev.eval(stmt.decorator_list[0])
@@ -275,4 +304,4 @@ def _top_level(
         if isinstance(options, ModuleOptions):
             options = ModuleOptions(options.check_well_formed and check)
             return [parse_class(src, stmt, env, options)]
-    raise src.error(stmt, "expected an @I.ir_module class or a @T.prim_func function")
+    raise src.error(stmt, f"expected an @I.ir_module class or a {dialect_names()} function")

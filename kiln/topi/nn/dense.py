@@ -115,7 +115,7 @@ def read_b(bt: Tensor, dims: MatmulDims, b: tuple[Any, ...], k: Any, j: Any, tra
 
 def _product(op: str, a: Any, b: Any, transpose_a: bool, transpose_b: bool, name: str) -> Tensor:
     dims = matmul_dims(op, a, b, transpose_a, transpose_b)
-    k = te.reduce_axis((0, dims.k), name="k")
+    k = te.reduce_axis(dims.k, name="k")
     nb = len(dims.batch)
 
     def body(*idx: Any) -> Any:

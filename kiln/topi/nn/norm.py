@@ -67,7 +67,7 @@ def _check_param(op: str, p: Any, shape: tuple[Any, ...], x: Tensor, what: str) 
 def _row_sum(x: Tensor, dims: tuple[int, ...], f: Any, name: str) -> Tensor:
     """``sum over dims of f(index)`` with one output per row."""
     rows = x.shape[: x.ndim - len(dims)]
-    ks = [te.reduce_axis((0, x.shape[d]), name=f"k{d}") for d in dims]
+    ks = [te.reduce_axis(x.shape[d], name=f"k{d}") for d in dims]
     attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=dims, reduce_ndim=x.ndim)
     return te.compute(
         rows, lambda *r: te.sum(f((*r, *ks)), axis=ks), name=name, tag=tag.COMM_REDUCE, attrs=attrs

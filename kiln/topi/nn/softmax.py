@@ -53,7 +53,7 @@ def _shifted_exp(x: Tensor, m: Tensor, ax: int, name: str) -> Tensor:
 
 def _row_reduce(x: Tensor, ax: int, reducer: te.Reducer, name: str) -> Tensor:
     shape = _without(tuple(x.shape), ax)
-    k = te.reduce_axis((0, x.shape[ax]), name="k")
+    k = te.reduce_axis(x.shape[ax], name="k")
     attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=(ax,), reduce_ndim=x.ndim)
     return te.compute(
         shape,

@@ -1,0 +1,76 @@
+"""Graph-level operators: ``relax.op.add(x, y)`` builds a call; its record (`OpDef`, in
+`relax.op.registry`) says how to infer, legalize and fuse it."""
+
+from kiln.relax.op import nn
+from kiln.relax.op.binary import (
+    add,
+    divide,
+    equal,
+    floor_divide,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    power,
+    subtract,
+    where,
+)
+from kiln.relax.op.builtin import (
+    call_dps_packed,
+    call_packed,
+    call_pure_packed,
+    call_tir,
+    shape_of,
+)
+from kiln.relax.op.create import (
+    arange,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from kiln.relax.op.linear_algebra import linear, matmul
+from kiln.relax.op.manipulate import (
+    broadcast_to,
+    concat,
+    expand_dims,
+    flatten,
+    permute_dims,
+    reshape,
+    split,
+    squeeze,
+    strided_slice,
+    take,
+)
+from kiln.relax.op.reduce import argmax, argmin, max, mean, min, prod, sum, variance
+from kiln.relax.op.registry import OpDef, find_op_def, get_op_def, list_op_defs, register_op
+from kiln.relax.op.unary import (
+    abs,
+    astype,
+    ceil,
+    clip,
+    cos,
+    erf,
+    exp,
+    floor,
+    isnan,
+    log,
+    logical_not,
+    negative,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,113 @@
+"""Broadcasting binary operators: arithmetic, comparisons, logic; and ``where``.
+
+Operands broadcast with numpy's rules (symbolic dims must be provably equal or 1; otherwise the
+result has a known rank only). Arithmetic keeps the (common) dtype; comparisons give ``bool``;
+``logical_and`` / ``logical_or`` take and give ``bool``. Pattern: ``BROADCAST``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kiln import topi
+from kiln.ir.op import Op
+from kiln.relax.expr import Call, Expr
+from kiln.relax.op.common import (
+    BOOL,
+    as_expr,
+    broadcast_dims,
+    check_arity,
+    out_tensor,
+    require_bool,
+    same_dtype,
+    tensor_sinfo,
+)
+from kiln.relax.op.registry import register_op
+from kiln.relax.struct_info import StructInfo
+from kiln.topi.tag import Pattern
+
+
+def infer_broadcast(call: Call, n: int, kind: str) -> StructInfo:
+    """The broadcast of ``n`` tensor operands; ``kind``: ``"arith"``, ``"compare"``,
+    ``"logical"`` (dtype rules in `relax.op.common`)."""
+    check_arity(call, n)
+    infos = [tensor_sinfo(call, i, f"operand {i}") for i in range(n)]
+    if kind == "logical":
+        for i, s in enumerate(infos):
+            require_bool(call, s, i)
+        dtype = BOOL
+    else:
+        dtype = same_dtype(call, infos)
+        if kind == "compare":
+            dtype = BOOL
+    dims = broadcast_dims(call, infos)
+    ndim = -1 if any(s.ndim < 0 for s in infos) else max(s.ndim for s in infos)
+    for s in infos:  # NOTE: reuse an operand's struct info when it is the result (common case)
+        same = s.dims is not None and dims is not None and len(s.dims) == len(dims)
+        if same and s.dtype == dtype and all(a is b for a, b in zip(s.dims, dims)):
+            return s
+    return out_tensor(dims, dtype, ndim)
+
+
+def make_binary(name: str, fn: Callable[[Any, Any], Any], kind: str, doc: str) -> Callable:
+    """Register the broadcasting binary operator ``relax.<name>`` computed by ``fn``."""
+    full = f"relax.{name}"
+
+    def builder(x1: Expr, x2: Expr) -> Call:
+        return Call(Op.get(full), (as_expr(x1), as_expr(x2)))
+
+    builder.__name__ = builder.__qualname__ = name
+    builder.__doc__ = doc
+    register_op(
+        full,
+        infer=lambda call, ctx: infer_broadcast(call, 2, kind),
+        legalize=lambda call, args: fn(args[0], args[1]),
+        pattern=Pattern.BROADCAST,
+    )(builder)
+    return builder
+
+
+def _true_divide(a: Any, b: Any) -> Any:
+    return topi.divide(a, b)
+
+
+add = make_binary("add", topi.add, "arith", "``x1 + x2``.")
+subtract = make_binary("subtract", topi.subtract, "arith", "``x1 - x2``.")
+multiply = make_binary("multiply", topi.multiply, "arith", "``x1 * x2``.")
+divide = make_binary("divide", _true_divide, "arith", "``x1 / x2`` (true division).")
+floor_divide = make_binary("floor_divide", topi.floor_divide, "arith", "``x1 // x2``.")
+power = make_binary("power", topi.power, "arith", "``x1 ** x2``.")
+maximum = make_binary("maximum", topi.maximum, "arith", "The element-wise maximum.")
+minimum = make_binary("minimum", topi.minimum, "arith", "The element-wise minimum.")
+equal = make_binary("equal", topi.equal, "compare", "``x1 == x2`` (bool).")
+not_equal = make_binary("not_equal", topi.not_equal, "compare", "``x1 != x2`` (bool).")
+less = make_binary("less", topi.less, "compare", "``x1 < x2`` (bool).")
+less_equal = make_binary("less_equal", topi.less_equal, "compare", "``x1 <= x2`` (bool).")
+greater = make_binary("greater", topi.greater, "compare", "``x1 > x2`` (bool).")
+greater_equal = make_binary("greater_equal", topi.greater_equal, "compare", "``x1 >= x2``.")
+logical_and = make_binary("logical_and", topi.logical_and, "logical", "``x1 and x2`` (bool).")
+logical_or = make_binary("logical_or", topi.logical_or, "logical", "``x1 or x2`` (bool).")
+
+
+def _infer_where(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 3)
+    cond = tensor_sinfo(call, 0, "the condition")
+    require_bool(call, cond, 0)
+    branch = [tensor_sinfo(call, 1, "x1"), tensor_sinfo(call, 2, "x2")]
+    dtype = same_dtype(call, branch, start=1)
+    infos = [cond, *branch]
+    dims = broadcast_dims(call, infos)
+    ndim = -1 if any(s.ndim < 0 for s in infos) else max(s.ndim for s in infos)
+    return out_tensor(dims, dtype, ndim)
+
+
+@register_op(
+    "relax.where",
+    infer=_infer_where,
+    legalize=lambda call, args: topi.where(args[0], args[1], args[2]),
+    pattern=Pattern.BROADCAST,
+)
+def where(condition: Expr, x1: Expr, x2: Expr) -> Call:
+    """``x1`` where ``condition`` holds, else ``x2`` (broadcasting all three)."""
+    return Call(Op.get("relax.where"), (as_expr(condition), as_expr(x1), as_expr(x2)))

@@ -1,0 +1,118 @@
+"""Unary element-wise operators: math, rounding, logic, ``clip`` and ``astype``.
+
+Each keeps its operand's shape; float math takes float tensors only, ``logical_not`` bool
+tensors, ``isnan`` any numeric tensor (result ``bool``). Pattern: ``ELEMWISE``. The activation
+functions (``relu``, ``gelu``, ``gelu_tanh``, ``silu``) live in `relax.op.nn`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kiln import topi
+from kiln.ir.dtype import DataType
+from kiln.ir.op import Op
+from kiln.relax.expr import Call, Expr
+from kiln.relax.op.common import (
+    BOOL,
+    as_expr,
+    attrs,
+    check_arity,
+    plain,
+    require_bool,
+    require_float,
+    tensor_sinfo,
+)
+from kiln.relax.op.registry import register_op
+from kiln.relax.struct_info import StructInfo, TensorStructInfo
+from kiln.topi.tag import Pattern
+
+
+def infer_unary(kind: str) -> Callable[[Call, Any], StructInfo]:
+    """Struct info of a unary op: the operand's, with dtype rules by ``kind``
+    (``"float"``, ``"numeric"``, ``"bool"``, ``"to_bool"``)."""
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        check_arity(call, 1)
+        x = tensor_sinfo(call, 0, "the operand")
+        if kind == "float":
+            require_float(call, x)
+        elif kind == "bool":
+            require_bool(call, x, 0)
+        if kind == "to_bool":
+            return TensorStructInfo(x.shape, BOOL, x.ndim)
+        return x
+
+    return infer
+
+
+def make_unary(
+    name: str, fn: Callable[[Any], Any], kind: str, doc: str, family: str = "relax"
+) -> Callable[[Expr], Call]:
+    """Register the unary operator ``<family>.<name>`` computed by topi function ``fn``."""
+    full = f"{family}.{name}"
+
+    def builder(x: Expr) -> Call:
+        return Call(Op.get(full), (as_expr(x),))
+
+    builder.__name__ = builder.__qualname__ = name
+    builder.__doc__ = doc
+    register_op(
+        full,
+        infer=infer_unary(kind),
+        legalize=lambda call, args: fn(args[0]),
+        pattern=Pattern.ELEMWISE,
+    )(builder)
+    return builder
+
+
+exp = make_unary("exp", topi.exp, "float", "``e ** x``.")
+log = make_unary("log", topi.log, "float", "The natural logarithm.")
+sqrt = make_unary("sqrt", topi.sqrt, "float", "The square root.")
+rsqrt = make_unary("rsqrt", topi.rsqrt, "float", "``1 / sqrt(x)``.")
+tanh = make_unary("tanh", topi.tanh, "float", "The hyperbolic tangent.")
+sigmoid = make_unary("sigmoid", topi.sigmoid, "float", "``1 / (1 + exp(-x))``.")
+erf = make_unary("erf", topi.erf, "float", "The error function.")
+sin = make_unary("sin", topi.sin, "float", "The sine.")
+cos = make_unary("cos", topi.cos, "float", "The cosine.")
+floor = make_unary("floor", topi.floor, "float", "Rounding down.")
+ceil = make_unary("ceil", topi.ceil, "float", "Rounding up.")
+round = make_unary("round", topi.round, "float", "Rounding to nearest, halves to even.")  # noqa: A001
+abs = make_unary("abs", topi.abs, "numeric", "The absolute value.")  # noqa: A001
+negative = make_unary("negative", topi.negative, "numeric", "``-x``.")
+logical_not = make_unary("logical_not", topi.logical_not, "bool", "``not x`` of a bool tensor.")
+isnan = make_unary("isnan", topi.isnan, "to_bool", "Whether each element is NaN (bool).")
+
+
+def _infer_clip(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 1)
+    return tensor_sinfo(call, 0, "the operand")
+
+
+def _legalize_clip(call: Call, args: list[Any]) -> Any:
+    return topi.clip(args[0], call.attrs["min"], call.attrs["max"])
+
+
+@register_op("relax.clip", infer=_infer_clip, legalize=_legalize_clip, pattern=Pattern.ELEMWISE)
+def clip(x: Expr, min: float, max: float) -> Call:  # noqa: A002
+    """``x`` limited to ``[min, max]``."""
+    return Call(Op.get("relax.clip"), (as_expr(x),), attrs(min=plain(min), max=plain(max)))
+
+
+def _infer_astype(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 1)
+    x = tensor_sinfo(call, 0, "the operand")
+    return TensorStructInfo(x.shape, call.attrs["dtype"], x.ndim)
+
+
+def _legalize_astype(call: Call, args: list[Any]) -> Any:
+    return topi.cast(args[0], call.attrs["dtype"])
+
+
+@register_op(
+    "relax.astype", infer=_infer_astype, legalize=_legalize_astype, pattern=Pattern.ELEMWISE
+)
+def astype(x: Expr, dtype: str | DataType) -> Call:
+    """``x`` converted to ``dtype``."""
+    return Call(Op.get("relax.astype"), (as_expr(x),), attrs(dtype=str(DataType.parse(dtype))))

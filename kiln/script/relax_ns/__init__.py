@@ -1,0 +1,1 @@
+"""The implementation of the R namespace (`kiln.script.relax` re-exports it)."""

@@ -1,0 +1,14 @@
+# seed 003 test_const: constants (int64 by default) in a tuple with a parameter.
+# ruff: noqa: E501, F821, F841 - script text: names are script variables
+from kiln.script import ir as I
+from kiln.script import relax as R
+
+
+@I.ir_module
+class Before:
+    @R.function
+    def main(x: R.Tensor):
+        R.func_attr({"global_symbol": "main"})
+        y = R.const([1, 2])
+        z = (y, R.const([3, 4]), x)
+        return z
