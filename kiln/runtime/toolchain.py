@@ -7,8 +7,9 @@
 
 where `<flags>` defaults to `DEFAULT_FLAGS` (`-O3 -march=native -fno-trapping-math -fopenmp
 -fPIC -shared`); given flags replace that list, and `-fPIC -shared` are added to them when missing.
-With `KILN_DEBUG=1` or more, GCC is also asked for `-fopt-info-vec-missed` (`report_flags`): its
-notes on loops it could not vectorize land in the kept compiler output.
+With `KILN_DEBUG=1` or more, GCC is also asked for `-fopt-info-vec-loop-optimized-missed`
+(`report_flags`): its notes on the loops it vectorized (or turned into library calls) and those
+it could not land in the kept compiler output.
 
 Cache layout (all in `config.load().cache_dir`), for `key = sha256(source, flags, compiler
 version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
@@ -139,10 +140,15 @@ def is_gcc(cc: tuple[str, ...]) -> bool:
 
 
 def report_flags(cc: tuple[str, ...]) -> tuple[str, ...]:
-    """Flags asking the compiler to say which loops it did not vectorize (`KILN_DEBUG` >= 1,
-    GCC only; the notes go to stderr, which `compile_c` keeps)."""
+    """Flags asking the compiler to say which loops it vectorized (or turned into ``memset``
+    and the like) and which it did not
+    (`KILN_DEBUG` >= 1, GCC only; the notes go to stderr, which `compile_c` keeps).
+
+    NOTE: the "missed" notes alone cannot tell a loop GCC gave up on from one it vectorized
+    while giving up on the loop around it: GCC places an outer loop's notes on the inner loop's
+    lines once the inner loop is inlined and vectorized."""
     if config.load().debug >= 1 and is_gcc(cc):
-        return ("-fopt-info-vec-missed",)
+        return ("-fopt-info-vec-loop-optimized-missed",)
     return ()
 
 

@@ -55,6 +55,7 @@ _TABLE: dict[str, tuple[CallEffect, int]] = {
     "launch_kernel": (_O, -1),
 }
 
+
 @dataclass(frozen=True)
 class MathOp:
     """A math builtin: the C function computing it for float32 and for float64 (empty when
@@ -119,9 +120,7 @@ MATH_OPS: dict[str, MathOp] = {
 """The math builtins ``tir.<name>`` (the one table of them: `LowerIntrin` picks the C function
 from it, the C emitter knows from it which names ``<math.h>`` declares)."""
 
-MATH_SYMBOLS = frozenset(
-    s for m in MATH_OPS.values() for s in (m.f32, m.f64, m.cuda_f32) if s
-)
+MATH_SYMBOLS = frozenset(s for m in MATH_OPS.values() for s in (m.f32, m.f64, m.cuda_f32) if s)
 """Functions `<math.h>` declares (a ``call_extern`` of one needs no declaration of its own)."""
 
 

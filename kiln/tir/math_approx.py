@@ -112,6 +112,9 @@ degree first."""
 ERF_BIG = 3.92
 """``erf(3.92)`` rounds to 1.0f: beyond it erf is ``+-1``."""
 
+EXP_NONPOSITIVE_LO = -87.3
+"""The smallest argument `exp_nonpositive` takes: ``exp(-87.3)`` is still a normal float."""
+
 F32 = DataType("float", 32)
 I32 = DataType("int", 32)
 _EXP_LO, _EXP_HI = -104.0, 89.0
@@ -123,6 +126,9 @@ def _const(value: float | int, like: PrimExpr, elem: DataType = F32) -> PrimExpr
     c = FloatImm(elem, float(value)) if elem.is_float else IntImm(elem, int(value))
     lanes = like.dtype.lanes
     return c if lanes == 1 else Broadcast(c, lanes)
+
+
+Binder = Callable[[str, PrimExpr, Callable[[PrimExpr], PrimExpr]], PrimExpr]
 
 
 def _bind(name: str, value: PrimExpr, body: Callable[[PrimExpr], PrimExpr]) -> PrimExpr:
@@ -157,16 +163,16 @@ def _shr(a: PrimExpr, bits: int) -> PrimExpr:
     return tir_op.call_intrin(a.dtype, "shift_right", a, _const(bits, a, I32))
 
 
-def _pow2(n: PrimExpr) -> PrimExpr:
-    """``2.0 ** n`` for an int32 ``n`` in ``[-252, 254]``, as a product of two normal floats
-    built from their exponent bits (so results in the subnormal range round only once)."""
-    i32 = I32.with_lanes(n.dtype.lanes)
+def _scale_pow2(v: PrimExpr, n: PrimExpr) -> PrimExpr:
+    """``v * 2.0 ** n`` for an int32 ``n`` in ``[-252, 254]``: two multiplications by normal
+    powers of two built from exponent bits (``2**128`` alone is not a float; a result in the
+    subnormal range is rounded once, by the second)."""
 
     def build(h: PrimExpr) -> PrimExpr:
         bias = _const(127, n, I32)
-        return _as_float(_shl(h + bias, 23)) * _as_float(_shl(n - h + bias, 23))
+        return (v * _as_float(_shl(h + bias, 23))) * _as_float(_shl(n - h + bias, 23))
 
-    return _bind("exp_h", tir_op.call_intrin(i32, "shift_right", n, _const(1, n, I32)), build)
+    return _bind("exp_h", _shr(n, 1), build)
 
 
 def _check(name: str, x: PrimExpr) -> None:
@@ -174,25 +180,59 @@ def _check(name: str, x: PrimExpr) -> None:
         raise IRError(f"math_approx.{name}: expected a float32 expression, got {x.dtype}")
 
 
+def _inline(name: str, value: PrimExpr, body: Callable[[PrimExpr], PrimExpr]) -> PrimExpr:
+    """`_bind` without the binding: ``body(value)`` (for expressions TE computes use)."""
+    return body(value)
+
+
+def _exp_reduced(
+    xc: PrimExpr, scale: Callable[[PrimExpr, PrimExpr], PrimExpr], bind: Binder
+) -> PrimExpr:
+    """``exp(xc)`` as ``scale(exp(r), t)``: ``t = xc * log2(e) + ROUND_MAGIC`` holds
+    ``n = round(xc * log2(e))`` in its low mantissa bits, ``r = xc - n ln2`` is in
+    ``[-ln2/2, ln2/2]`` and ``exp(r)`` a polynomial; ``scale`` multiplies by ``2**n``."""
+    magic = _const(ROUND_MAGIC, xc)
+
+    def reduced(t: PrimExpr) -> PrimExpr:
+        n = t - magic
+        r = xc - n * _const(LN2_HI, xc) - n * _const(LN2_LO, xc)
+        poly = bind("exp_r", r, lambda rv: _horner((*EXP_POLY, 1.0, 1.0), rv))
+        return scale(poly, t)
+
+    return bind("exp_t", xc * _const(LOG2E, xc) + magic, reduced)
+
+
 def exp(x: PrimExpr) -> PrimExpr:
-    """``e ** x``: ``x = n ln2 + r`` with ``|r| <= ln2/2``, ``exp(r)`` a polynomial, ``2 ** n``
-    from exponent bits. The argument is clamped to ``[-104, 89]`` first (NaN passes through)."""
+    """``e ** x`` (see `_exp_reduced`), the argument clamped to ``[-104, 89]`` first (NaN passes
+    through; the clamped ends round to 0 and overflow to inf)."""
     _check("exp", x)
     lo, hi = _const(_EXP_LO, x), _const(_EXP_HI, x)
 
-    def reduced(xc: PrimExpr) -> PrimExpr:
-        magic = _const(ROUND_MAGIC, x)
-        return _bind("exp_n", (xc * _const(LOG2E, x) + magic) - magic, lambda n: scaled(xc, n))
-
-    def scaled(xc: PrimExpr, n: PrimExpr) -> PrimExpr:
-        r = xc - n * _const(LN2_HI, x) - n * _const(LN2_LO, x)
-        poly = _bind("exp_r", r, lambda rv: _horner((*EXP_POLY, 1.0, 1.0), rv))
-        return poly * _pow2(Cast(I32.with_lanes(x.dtype.lanes), n))
+    def scale(poly: PrimExpr, t: PrimExpr) -> PrimExpr:
+        n = _as_int(t) - _as_int(_const(ROUND_MAGIC, x))
+        return _bind("exp_n", n, lambda nv: _scale_pow2(poly, nv))
 
     def clamp(v: PrimExpr) -> PrimExpr:
         return Select(LT(v, lo), lo, Select(LT(hi, v), hi, v))
 
-    return _bind("exp_x", x, lambda v: _bind("exp_xc", clamp(v), reduced))
+    def clamped(v: PrimExpr) -> PrimExpr:
+        return _bind("exp_xc", clamp(v), lambda c: _exp_reduced(c, scale, _bind))
+
+    return _bind("exp_x", x, clamped)
+
+
+def exp_nonpositive(x: PrimExpr) -> PrimExpr:
+    """``e ** x`` for a float32 ``x`` known to lie in ``[EXP_NONPOSITIVE_LO, 0]`` (softmax's
+    ``x - max``, clamped by the caller): no special cases, and ``2**n`` (``n >= -126``, a normal
+    float) is one shift of ``t``'s bits (``(bits(t) + 127) << 23``: the magic's own bits shift
+    out). NOTE: it binds nothing with `Let` (TE computes use it; the C compiler merges the
+    repeated subexpressions)."""
+    _check("exp_nonpositive", x)
+
+    def scale(poly: PrimExpr, t: PrimExpr) -> PrimExpr:
+        return poly * _as_float(_shl(_as_int(t) + _const(127, x, I32), 23))
+
+    return _exp_reduced(x, scale, _inline)
 
 
 def log(x: PrimExpr) -> PrimExpr:
@@ -239,10 +279,13 @@ def tanh(x: PrimExpr) -> PrimExpr:
         small = v + v * (v * v) * _horner(TANH_POLY, v * v)
         clamped = Select(LT(_const(TANH_BIG, x), ax), _const(TANH_BIG, x), ax)
         big = one - two / (exp(two * clamped) + one)
-        signed = Select(LT(v, zero), zero - big, big)
+        signed = _bind("tanh_b", big, lambda b: Select(LT(v, zero), zero - b, b))
         return Select(LT(ax, _const(TANH_SMALL, x)), small, signed)
 
-    return _bind("tanh_x", x, lambda v: _bind("tanh_a", Select(LT(v, zero), zero - v, v), lambda a: body(v, a)))
+    def absolute(v: PrimExpr) -> PrimExpr:
+        return _bind("tanh_a", Select(LT(v, zero), zero - v, v), lambda a: body(v, a))
+
+    return _bind("tanh_x", x, absolute)
 
 
 def erf(x: PrimExpr) -> PrimExpr:
