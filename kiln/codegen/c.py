@@ -43,11 +43,11 @@ from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
 from kiln.tir.attrs import NOALIAS
+from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
 

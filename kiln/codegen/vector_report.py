@@ -70,8 +70,8 @@ def strip_loop_marks(text: str, loops: list[tuple[str, str, bool]]) -> tuple[str
 
 
 def missed_loops(log: str, source_name: str, loops: list[VectorLoop]) -> list[str]:
-    """One message per loop of ``loops`` that the compiler's ``-fopt-info-vec-loop-optimized-missed``
-    output ``log`` (about the file named ``source_name``) says it could not vectorize."""
+    """One message per loop of ``loops`` that the compiler's notes ``log`` (about the file named
+    ``source_name``) say it could not vectorize."""
     notes: dict[VectorLoop, list[str]] = {}
     done: set[VectorLoop] = set()
     for raw in log.splitlines():
