@@ -15,7 +15,9 @@ Calling convention of the typed C functions: a function returning void in TIR re
 A function returning a value returns it directly and flags errors in ``kiln_error_pending``.
 Every error exit frees the heap scratch buffers live at that point. Inside an OpenMP parallel
 loop an error cannot return: it is moved to a shared slot, the iteration ends, and the thread
-that started the loop raises it afterwards.
+that started the loop raises it afterwards. A function marked ``kiln.no_error`` (the bodies
+`OutlineParallelLoops` moves out of parallel loops) is called without a check, and emitting an
+error exit in one is an internal error.
 
 Loops: a vectorized loop is printed as a scalar loop under ``#pragma omp simd`` (GCC's
 auto-vectorizer does the rest); explicit vector code arrives already written with vectors
@@ -46,7 +48,7 @@ from kiln.ir.module import IRModule
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
-from kiln.tir.attrs import NOALIAS
+from kiln.tir.attrs import NO_ERROR, NOALIAS, STACK_ALLOC_BYTES
 from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
@@ -83,13 +85,18 @@ class FuncState:
     def returns_value(self) -> bool:
         return not (isinstance(self.func.ret_type, TupleType) and not self.func.ret_type.fields)
 
+    @property
+    def no_error(self) -> bool:
+        """The function promises never to raise (`kiln.tir.attrs.NO_ERROR`): calls go unchecked."""
+        return bool(self.func.get_attr(NO_ERROR, False))
+
 
 class CodeGenC(CExprEmitter):
     """Emit a module of lowered PrimFuncs as C (see module docstring)."""
 
     FUNC_QUALIFIER: ClassVar[str] = "static "
     ERROR_CODE_TYPE: ClassVar[str] = "int32_t"
-    STACK_ALLOC_BYTES: ClassVar[int] = 16384
+    STACK_ALLOC_BYTES: ClassVar[int] = STACK_ALLOC_BYTES
     INDENT: ClassVar[str] = "  "
     PLAIN_SCOPES: ClassVar[frozenset[str]] = frozenset({"global", "local"})
     PARALLEL_PRAGMA: ClassVar[str] = "#pragma omp parallel for schedule(static)"
@@ -107,9 +114,6 @@ class CodeGenC(CExprEmitter):
         self.level = 0
         self.exit_count = 0
         self._fn: FuncState | None = None
-        self._outlines: list[tuple[dict[E.Var, str], dict[E.Var, str]]] = []
-        """One frame per parallel body being emitted: (the function's variables when it began,
-        those of them the body uses so far); see `outline_parallel_body`."""
         self._stmt_dispatch: dict[type, Callable[[Any], None]] = {}
         self._loops: list[tuple[str, str, bool]] = []
         self.vector_loops: list[VectorLoop] = []
@@ -218,9 +222,6 @@ class CodeGenC(CExprEmitter):
         name = self.fn.vars.get(v)
         if name is None:
             raise CodegenError(f"{self.fn.label}: variable {v.name!r} is used but not defined")
-        for outer, used in self._outlines:
-            if outer.get(v) == name:
-                used[v] = name
         return name
 
     def bind_var(self, v: E.Var) -> str:
@@ -231,6 +232,11 @@ class CodeGenC(CExprEmitter):
     def error_exit(self) -> list[str]:
         """Statements that unwind after an error was raised (frees live scratch first)."""
         st = self.fn
+        if st.no_error:
+            raise CodegenError(
+                f"internal: {st.label} is marked {NO_ERROR} but needs an error exit; the pass "
+                "that set the attribute missed something that can raise"
+            )
         ex = st.exits[-1]
         ex.used = True
         self.exit_count += 1
@@ -339,6 +345,9 @@ class CodeGenC(CExprEmitter):
             return
         if isinstance(v, E.Call) and isinstance(v.op, GlobalVar):
             callee = self.lookup(v.op)
+            if callee.no_error:
+                self.emit(f"{self.call_global(v)};")
+                return
             if not callee.returns_value:
                 self.emit_guard(f"{self.call_global(v)} != 0")
                 return
@@ -460,18 +469,13 @@ class CodeGenC(CExprEmitter):
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
         self.fn.exits.append(ex)
-        used: dict[E.Var, str] = {}
-        self._outlines.append((dict(self.fn.vars), used))
         self.level += 1
         try:
             with self.capture() as body:
                 self.stmt(s.body)
         finally:
             self.level -= 1
-            self._outlines.pop()
             self.fn.exits.pop()
-        if not ex.used:
-            body = self.outline_parallel_body(body, used) or body
         if ex.used:
             self.emit(f"void* volatile {slot} = NULL;")
         first, last = self.mark_loop(s)
@@ -489,29 +493,6 @@ class CodeGenC(CExprEmitter):
         self.emit("}" + last)
         if ex.used:
             self.emit_guard(f"{slot} != NULL", (f"kiln_par_reraise({slot});",))
-
-    def outline_parallel_body(self, body: list[str], used: dict[E.Var, str]) -> list[str] | None:
-        """Move the body of a parallel loop of a ``tir.noalias`` function into a static function
-        whose data pointers are ``restrict``; returns the line calling it (None: left inline).
-
-        NOTE: GCC drops ``restrict`` from the parameters an OpenMP region captures (the outlined
-        region reads them from a shared struct), so the inner loops were versioned for aliasing
-        or not vectorized. A ``restrict`` parameter of a called function survives inlining. Only
-        bodies without error exits move; the callee gets every outer variable the body used."""
-        st = self.fn
-        if not is_noalias(st.func) or any(v.dtype.lanes > 1 for v in used):
-            return None
-        own = set(st.func.params)
-        params = []
-        for v, name in used.items():
-            decl = self.declare(v, name)
-            ptr = v in own and isinstance(v.type_annotation, PointerType)
-            params.append(restrict_decl(decl) if ptr else decl)
-        helper = self.temp(f"{st.c_name}_par")
-        cut = len(self.INDENT * self.level)
-        lines = "\n".join(line[cut:] for line in body)
-        self.defs.append(f"static void {helper}({', '.join(params) or 'void'}) {{\n{lines}\n}}\n")
-        return [f"{self.INDENT * (self.level + 1)}{helper}({', '.join(used.values())});"]
 
     # -- calls ------------------------------------------------------------------------------
     def lookup(self, gv: GlobalVar) -> FuncState:

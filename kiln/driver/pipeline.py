@@ -17,11 +17,13 @@ TIR, for a target with a device (``cuda``, host ``c``):
     statements of the target's vector width (other vectorized loops stay loops: the C emitter
     prints them under ``#pragma omp simd``);
 11. `LowerIntrin(target)` — math builtins become C calls (or, in vectorized CPU loops,
-    vectorizable float32 arithmetic), floor division becomes C division; after it the emitters
-    only print.
+    vectorizable float32 arithmetic), floor division becomes C division;
+12. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
+    becomes a private function with ``restrict`` pointers (GCC drops ``restrict`` from what an
+    OpenMP region captures). After it the emitters only print.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2 and 8-11.
+kernels -- and are left out, so its pipeline is 2 and 8-12.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kiln.tir.transform import (
     LowerIntrin,
     MakePackedAPI,
     MergeSharedMemoryAllocations,
+    OutlineParallelLoops,
     SplitHostDevice,
     ThreadSync,
     VectorizeLoop,
@@ -64,4 +67,5 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         LegalizeStorage(),
         VectorizeLoop(target),
         LowerIntrin(target),
+        OutlineParallelLoops(),
     ]

@@ -30,6 +30,7 @@ def test_default_pipeline_is_one_visible_list() -> None:
         "legalize-storage",
         "vectorize-loop",
         "lower-intrin",
+        "outline-parallel-loops",
     ]
 
 

@@ -338,6 +338,7 @@ def test_default_pipelines() -> None:
         "legalize-storage",
         "vectorize-loop",
         "lower-intrin",
+        "outline-parallel-loops",
     ]
     host = [p.name for p in default_tir_pipeline(HOST)]
     assert host == [
@@ -346,6 +347,7 @@ def test_default_pipelines() -> None:
         "legalize-storage",
         "vectorize-loop",
         "lower-intrin",
+        "outline-parallel-loops",
     ]
 
 
