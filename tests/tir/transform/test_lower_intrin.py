@@ -107,7 +107,9 @@ def test_integer_floor_division() -> None:
     select that corrects truncation; unsigned is always plain."""
 
     def index_math(A: Any, B: Any) -> tir.Stmt:
-        return loop(N, lambda i: tir.BufferStore(B, A[tir.FloorDiv(i, 8) * 8 + tir.FloorMod(i, 8)], (i,)))
+        return loop(
+            N, lambda i: tir.BufferStore(B, A[tir.FloorDiv(i, 8) * 8 + tir.FloorMod(i, 8)], (i,))
+        )
 
     out = lower(prim_func("f", {"A": ((N,), "float32"), "B": ((N,), "float32")}, index_math))
     assert not any(isinstance(n, (tir.FloorDiv, tir.FloorMod, tir.Select)) for n in nodes(out))
@@ -198,8 +200,12 @@ def test_signed_floor_division_matches_numpy(dt: str) -> None:
 
     def body(A: Any, B: Any, Q: Any, R: Any) -> tir.Stmt:
         def each(i: tir.Var) -> tir.Stmt:
-            q = tir.BufferStore(Q, tir.FloorDiv(A[i], B[i]) + tir.FloorDiv(A[i], tir.const(-4, dt)), (i,))
-            r = tir.BufferStore(R, tir.FloorMod(A[i], B[i]) + tir.FloorMod(A[i], tir.const(6, dt)), (i,))
+            q = tir.BufferStore(
+                Q, tir.FloorDiv(A[i], B[i]) + tir.FloorDiv(A[i], tir.const(-4, dt)), (i,)
+            )
+            r = tir.BufferStore(
+                R, tir.FloorMod(A[i], B[i]) + tir.FloorMod(A[i], tir.const(6, dt)), (i,)
+            )
             return tir.seq(q, r)
 
         return loop(N, each)

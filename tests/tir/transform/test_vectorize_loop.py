@@ -137,8 +137,8 @@ def test_fallback_keeps_the_loop_and_says_why_at_debug_level_1(
 
 def test_a_bound_function_uses_its_own_target() -> None:
     """A kernel bound to CUDA gets 16-byte vectors (4 float32 lanes), whatever the pass got."""
-    func = _flat(_eight_lane_copy()).with_attr("target", Target("cuda")).with_attr(
-        "calling_conv", 2
+    func = (
+        _flat(_eight_lane_copy()).with_attr("target", Target("cuda")).with_attr("calling_conv", 2)
     )
     out = VectorizeLoop(Target("c"))(IRModule({GlobalVar("k"): func}))["k"]
     stores = [n for n in tir_nodes(out.body) if isinstance(n, tir.BufferStore)]
@@ -164,9 +164,7 @@ def test_explicit_vector_kernel_matches_numpy() -> None:
     """Chunks, a ragged last chunk under a per-lane guard, and math calls on vectors, built."""
     rng = np.random.default_rng(0)
     a, b = te.placeholder((5, 37), name="a"), te.placeholder((37,), name="b")
-    c = te.compute(
-        (5, 37), lambda i, j: tir.exp(a[i, j]) * tir.const(2.0) + b[j], name="c"
-    )
+    c = te.compute((5, 37), lambda i, j: tir.exp(a[i, j]) * tir.const(2.0) + b[j], name="c")
     sch = te.create_schedule([c])
     _, ji = sch[c].split(c.op.axis[1], factor=2 * HOST_LANES)
     sch[c].vectorize(ji)
