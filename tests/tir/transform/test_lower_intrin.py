@@ -159,7 +159,7 @@ SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1.0, -1.0, 1e-40,
 CASES = {
     "exp": (np.exp, lambda r: r.uniform(-110, 90, M), 1.0),
     "log": (np.log, lambda r: np.exp(r.uniform(-103, 88, M)), 1.5),
-    "tanh": (np.tanh, lambda r: r.uniform(-12, 12, M) * r.uniform(0, 1, M) ** 4, 1.5),
+    "tanh": (np.tanh, lambda r: r.uniform(-12, 12, M) * r.uniform(0, 1, M) ** 4, 3.0),
     "erf": (np.vectorize(math.erf, otypes=[float]), lambda r: r.uniform(-5, 5, M), 7.0),
     "sigmoid": (lambda v: 1 / (1 + np.exp(-v)), lambda r: r.uniform(-60, 60, M), 3.0),
 }
