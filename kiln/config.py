@@ -1,7 +1,8 @@
 """Every environment variable kiln reads is read here, and nowhere else.
 
-- `KILN_DEBUG`: 0 off; 1 verify after every pass; 2 also print IR after each pass; 3 also print
-  generated source.
+- `KILN_DEBUG`: 0 off; 1 verify after every pass and report optimizations that did not happen
+  (`remark`: an explicit-vector loop that fell back, a loop the C compiler did not vectorize);
+  2 also print IR after each pass; 3 also print generated source.
 - `KILN_CC`: the C compiler to use (default: `cc`, then `gcc`, then `clang`).
 - `KILN_CACHE_DIR`: where compiled libraries are cached (default `~/.cache/kiln`).
 - `KILN_NUM_THREADS`: OpenMP threads for compiled CPU kernels (default: unset, OpenMP decides).
@@ -17,6 +18,7 @@ OpenMP reads these once, so importing torch before kiln leaves its settings in f
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,3 +67,10 @@ def apply_openmp_defaults() -> None:
 def debug_level() -> int:
     """The current `KILN_DEBUG` level."""
     return load().debug
+
+
+def remark(message: str) -> None:
+    """Print ``kiln: <message>`` to stderr when `KILN_DEBUG` is 1 or more: one line saying that
+    an optimization kiln was asked for did not happen, and why."""
+    if debug_level() >= 1:
+        print(f"kiln: {message}", file=sys.stderr)

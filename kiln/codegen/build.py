@@ -4,36 +4,30 @@
 ``calling_conv`` 2, and device-only helpers) go through `CodeGenCUDA` and NVRTC to a CUBIN for the
 target's ``arch``; the rest is host C (`CodeGenCUDAHost`) that embeds the CUBIN and launches its
 kernels, so the result is again one C file, compiled by the C toolchain into one library.
+
+`generate` returns the source with the line ranges of its loops (`Generated`); `compile_source`
+compiles it and, with ``KILN_DEBUG=1``, reports each loop kiln asked to vectorize that the C
+compiler did not (`kiln.codegen.vector_report`, through `kiln.config.remark`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-from kiln.codegen.c_host import codegen_c
+from kiln import config
+from kiln.codegen.c_host import CodeGenCHost
 from kiln.codegen.cuda import codegen_cuda
 from kiln.codegen.cuda_host import CodeGenCUDAHost, KernelInfo
+from kiln.codegen.vector_report import VectorLoop, missed_loops
 from kiln.errors import KilnError
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.runtime import Module, build_module
 from kiln.runtime.cuda_compile import compile_cuda
-from kiln.tir.analysis.device import is_kernel
-from kiln.tir.attrs import PACKED_API, TARGET
-from kiln.tir.function import PrimFunc
-
-
-def is_device_function(func: object) -> bool:
-    """A kernel, or a function bound to a device target without a host (a device helper)."""
-    if not isinstance(func, PrimFunc):
-        return False
-    if is_kernel(func):
-        return True
-    target = func.get_attr(TARGET)
-    if target is None or func.get_attr(PACKED_API) is not None:
-        return False
-    target = Target.from_any(target)
-    return not target.kind_info.is_host and target.host is None
+from kiln.runtime.toolchain import compiler_output
+from kiln.tir.analysis.device import is_device_function, is_kernel
 
 
 def split_device_functions(mod: IRModule) -> tuple[IRModule, IRModule]:
@@ -50,39 +44,75 @@ def cuda_arch(target: Target) -> str:
     return f"sm_{arch}" if arch.isdigit() else arch
 
 
-def codegen_cuda_module(mod: IRModule, target: Target) -> str:
+@dataclass(frozen=True)
+class Generated:
+    """Generated source, and where its loops are (to place the compiler's notes)."""
+
+    source: str
+    loops: tuple[VectorLoop, ...] = ()
+
+
+def generate_c(mod: IRModule, target: Target) -> Generated:
+    """C of a lowered host module, with tvm-ffi entries."""
+    gen = CodeGenCHost()
+    gen.add_module(mod)
+    return Generated(gen.finish(), tuple(gen.vector_loops))
+
+
+def generate_cuda(mod: IRModule, target: Target) -> Generated:
     """Host C of a lowered CUDA module, with its kernels compiled (NVRTC) and embedded."""
     host, device = split_device_functions(mod)
-    source = codegen_cuda(device, fast_math=bool(target.get("fast_math", False)))
+    source = codegen_cuda(device)
     kernels = [KernelInfo.of(f) for f in device.functions.values() if is_kernel(f)]
     hint = kernels[0].symbol if kernels else "kiln_cuda"
     cubin = compile_cuda(source, cuda_arch(target), name_hint=hint) if kernels else b""
     gen = CodeGenCUDAHost(kernels, cubin, source)
     gen.add_module(host)
-    return gen.finish()
+    return Generated(gen.finish(), tuple(gen.vector_loops))
 
 
-CODEGENS: dict[str, Callable[[IRModule, Target], str]] = {
-    "c": lambda mod, target: codegen_c(mod),
-    "cuda": codegen_cuda_module,
+CODEGENS: dict[str, Callable[[IRModule, Target], Generated]] = {
+    "c": generate_c,
+    "cuda": generate_cuda,
 }
 """target kind -> source generator for a lowered module."""
 
 
-def codegen(mod: IRModule, target: Target) -> str:
-    """The source code of a lowered module for ``target``."""
+def generate(mod: IRModule, target: Target) -> Generated:
+    """The source code of a lowered module for ``target``, with its loops' lines."""
     gen = CODEGENS.get(target.kind)
     if gen is None:
         raise KilnError(f"no code generator for target {target.kind!r}; have {sorted(CODEGENS)}")
     return gen(mod, target)
 
 
+def codegen(mod: IRModule, target: Target) -> str:
+    """The source code of a lowered module for ``target``."""
+    return generate(mod, target).source
+
+
 def compile_source(
-    source: str, target: Target, *, flags: Sequence[str] | None = None, name_hint: str = "kiln"
+    source: str | Generated,
+    target: Target,
+    *,
+    flags: Sequence[str] | None = None,
+    name_hint: str = "kiln",
 ) -> Module:
-    """Compile generated source (cached on disk) and load it as a runtime `Module`."""
+    """Compile generated source (cached on disk) and load it as a runtime `Module`; with
+    ``KILN_DEBUG=1``, say which loops of a `Generated` source the compiler did not vectorize."""
     if target.kind not in ("c", "cuda"):  # a CUDA build is host C with the CUBIN inside
         raise KilnError(f"cannot compile sources for target {target.kind!r} yet")
-    return build_module(
-        source, flags=tuple(flags) if flags is not None else None, name_hint=name_hint
+    gen = source if isinstance(source, Generated) else Generated(source)
+    module = build_module(
+        gen.source, flags=tuple(flags) if flags is not None else None, name_hint=name_hint
     )
+    report_missed_vectorization(module.path, gen.loops)
+    return module
+
+
+def report_missed_vectorization(lib: Path, loops: Sequence[VectorLoop]) -> None:
+    """Remark, per loop kiln asked to vectorize, that the compiler of ``lib`` did not."""
+    if not any(x.vectorize for x in loops) or config.debug_level() < 1:
+        return
+    for line in missed_loops(compiler_output(lib), lib.with_suffix(".c").name, list(loops)):
+        config.remark(line)

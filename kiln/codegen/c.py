@@ -15,11 +15,16 @@ Calling convention of the typed C functions: a function returning void in TIR re
 A function returning a value returns it directly and flags errors in ``kiln_error_pending``.
 Every error exit frees the heap scratch buffers live at that point. Inside an OpenMP parallel
 loop an error cannot return: it is moved to a shared slot, the iteration ends, and the thread
-that started the loop raises it afterwards.
+that started the loop raises it afterwards. A function marked ``kiln.no_error`` (the bodies
+`OutlineParallelLoops` moves out of parallel loops) is called without a check, and emitting an
+error exit in one is an internal error.
 
-Loops: a vectorized loop is a scalar loop under ``#pragma omp simd``, or, when annotated
-``pragma_explicit_vector``, straight-line GCC vector code (`kiln.codegen.c_vector`); an
-``IfThenElse`` on a vector condition (which only that rewriter produces) is a masked store.
+Loops: a vectorized loop is printed as a scalar loop under ``#pragma omp simd`` (GCC's
+auto-vectorizer does the rest); explicit vector code arrives already written with vectors
+(`kiln.tir.transform.VectorizeLoop`), and an ``IfThenElse`` on a vector condition (which only
+that pass produces) is a masked store. `CodeGenC.vector_loops` maps the line of each loop kiln
+asked to vectorize to that loop, so the compiler's missed-vectorization notes can name it
+(`kiln.codegen.vector_report`).
 
 Subclasses (CUDA) override the class attributes and the ``stmt_<Node>`` / ``expr_<Node>`` /
 ``call_<op>`` methods they need; `kiln.codegen.c_host.CodeGenCHost` adds the tvm-ffi
@@ -34,22 +39,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
-from kiln.codegen.c_vector import EXPLICIT_VECTOR_KEY, vectorize_loop
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
+from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
 from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
-from kiln.tir import builtin
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
-from kiln.tir.attrs import NOALIAS
+from kiln.tir.attrs import NO_ERROR, NOALIAS, STACK_ALLOC_BYTES
+from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
-
-MATH_SYMBOLS = frozenset(s for pair in builtin.MATH_OPS.values() for s in pair if s)
-"""libm functions `<math.h>` declares; a call_extern to one needs no declaration of its own."""
 
 ERROR_KINDS = ("ValueError", "TypeError", "IndexError", "RuntimeError", "MemoryError")
 
@@ -83,13 +85,18 @@ class FuncState:
     def returns_value(self) -> bool:
         return not (isinstance(self.func.ret_type, TupleType) and not self.func.ret_type.fields)
 
+    @property
+    def no_error(self) -> bool:
+        """The function promises never to raise (`kiln.tir.attrs.NO_ERROR`): calls go unchecked."""
+        return bool(self.func.get_attr(NO_ERROR, False))
+
 
 class CodeGenC(CExprEmitter):
     """Emit a module of lowered PrimFuncs as C (see module docstring)."""
 
     FUNC_QUALIFIER: ClassVar[str] = "static "
     ERROR_CODE_TYPE: ClassVar[str] = "int32_t"
-    STACK_ALLOC_BYTES: ClassVar[int] = 16384
+    STACK_ALLOC_BYTES: ClassVar[int] = STACK_ALLOC_BYTES
     INDENT: ClassVar[str] = "  "
     PLAIN_SCOPES: ClassVar[frozenset[str]] = frozenset({"global", "local"})
     PARALLEL_PRAGMA: ClassVar[str] = "#pragma omp parallel for schedule(static)"
@@ -107,10 +114,10 @@ class CodeGenC(CExprEmitter):
         self.level = 0
         self.exit_count = 0
         self._fn: FuncState | None = None
-        self._outlines: list[tuple[dict[E.Var, str], dict[E.Var, str]]] = []
-        """One frame per parallel body being emitted: (the function's variables when it began,
-        those of them the body uses so far); see `outline_parallel_body`."""
         self._stmt_dispatch: dict[type, Callable[[Any], None]] = {}
+        self._loops: list[tuple[str, str, bool]] = []
+        self.vector_loops: list[VectorLoop] = []
+        """After `finish`: where each loop is in the output (see `kiln.codegen.vector_report`)."""
 
     # -- module -----------------------------------------------------------------------------
     def add_module(self, mod: IRModule) -> None:
@@ -129,7 +136,8 @@ class CodeGenC(CExprEmitter):
             parts.append("\n".join(self.extern_decls.values()) + "\n")
         parts.append("\n".join(self.decls) + "\n")
         parts.extend(self.defs)
-        return "\n".join(parts)
+        text, self.vector_loops = strip_loop_marks("\n".join(parts), self._loops)
+        return text
 
     def assign_names(self, funcs: list[tuple[GlobalVar, PrimFunc]]) -> None:
         """C names for all functions: exposed first (keeping their symbol), then private."""
@@ -214,9 +222,6 @@ class CodeGenC(CExprEmitter):
         name = self.fn.vars.get(v)
         if name is None:
             raise CodegenError(f"{self.fn.label}: variable {v.name!r} is used but not defined")
-        for outer, used in self._outlines:
-            if outer.get(v) == name:
-                used[v] = name
         return name
 
     def bind_var(self, v: E.Var) -> str:
@@ -227,6 +232,11 @@ class CodeGenC(CExprEmitter):
     def error_exit(self) -> list[str]:
         """Statements that unwind after an error was raised (frees live scratch first)."""
         st = self.fn
+        if st.no_error:
+            raise CodegenError(
+                f"internal: {st.label} is marked {NO_ERROR} but needs an error exit; the pass "
+                "that set the attribute missed something that can raise"
+            )
         ex = st.exits[-1]
         ex.used = True
         self.exit_count += 1
@@ -335,6 +345,9 @@ class CodeGenC(CExprEmitter):
             return
         if isinstance(v, E.Call) and isinstance(v.op, GlobalVar):
             callee = self.lookup(v.op)
+            if callee.no_error:
+                self.emit(f"{self.call_global(v)};")
+                return
             if not callee.returns_value:
                 self.emit_guard(f"{self.call_global(v)} != 0")
                 return
@@ -416,12 +429,6 @@ class CodeGenC(CExprEmitter):
                 f"{self.fn.label}: loop {s.loop_var.name!r} is bound to a GPU thread; "
                 "the C backend runs on the host"
             )
-        if s.kind == S.ForKind.VECTORIZED and s.annotations.get(EXPLICIT_VECTOR_KEY):
-            lanes = vectorize_loop(s)
-            if lanes is not None:
-                for x in lanes:
-                    self.stmt(x)
-                return
         lo, ext = self.expr(s.min), self.expr(s.extent)
         name = self.bind_var(s.loop_var)
         hi = ext if E.is_const_int(s.min, 0) else f"({lo} + {ext})"
@@ -429,6 +436,7 @@ class CodeGenC(CExprEmitter):
         if s.kind == S.ForKind.PARALLEL:
             self.parallel_loop(s, head)
             return
+        first, last = self.mark_loop(s)
         before = self.exit_count
         self.level += 1
         with self.capture() as body:
@@ -437,9 +445,14 @@ class CodeGenC(CExprEmitter):
         pragma = self.loop_pragma(s, body, self.exit_count != before)
         if pragma:
             self.emit(pragma)
-        self.emit(head)
+        self.emit(head + first)
         self.lines.extend(body)
-        self.emit("}")
+        self.emit("}" + last)
+
+    def mark_loop(self, s: S.For) -> tuple[str, str]:
+        """Invisible marks for the head and closing lines of loop ``s`` (see `vector_loops`)."""
+        self._loops.append((self.fn.label, s.loop_var.name, s.kind == S.ForKind.VECTORIZED))
+        return loop_marks(len(self._loops) - 1)
 
     def loop_pragma(self, s: S.For, body: list[str], exits: bool) -> str | None:
         """The pragma in front of a serial, vectorized or unrolled loop (None: none)."""
@@ -456,22 +469,18 @@ class CodeGenC(CExprEmitter):
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
         self.fn.exits.append(ex)
-        used: dict[E.Var, str] = {}
-        self._outlines.append((dict(self.fn.vars), used))
         self.level += 1
         try:
             with self.capture() as body:
                 self.stmt(s.body)
         finally:
             self.level -= 1
-            self._outlines.pop()
             self.fn.exits.pop()
-        if not ex.used:
-            body = self.outline_parallel_body(body, used) or body
         if ex.used:
             self.emit(f"void* volatile {slot} = NULL;")
+        first, last = self.mark_loop(s)
         self.emit(self.PARALLEL_PRAGMA)
-        self.emit(head)
+        self.emit(head + first)
         if ex.used:
             self.emit(f"{self.INDENT}if ({slot} != NULL) continue;")
         self.lines.extend(body)
@@ -481,32 +490,9 @@ class CodeGenC(CExprEmitter):
             self.emit(f"{self.INDENT}if (kiln_error_pending) {{ {handover} }}")
         if ex.used:
             self.emit(f"{self.INDENT}{label}:;")
-        self.emit("}")
+        self.emit("}" + last)
         if ex.used:
             self.emit_guard(f"{slot} != NULL", (f"kiln_par_reraise({slot});",))
-
-    def outline_parallel_body(self, body: list[str], used: dict[E.Var, str]) -> list[str] | None:
-        """Move the body of a parallel loop of a ``tir.noalias`` function into a static function
-        whose data pointers are ``restrict``; returns the line calling it (None: left inline).
-
-        NOTE: GCC drops ``restrict`` from the parameters an OpenMP region captures (the outlined
-        region reads them from a shared struct), so the inner loops were versioned for aliasing
-        or not vectorized. A ``restrict`` parameter of a called function survives inlining. Only
-        bodies without error exits move; the callee gets every outer variable the body used."""
-        st = self.fn
-        if not is_noalias(st.func) or any(v.dtype.lanes > 1 for v in used):
-            return None
-        own = set(st.func.params)
-        params = []
-        for v, name in used.items():
-            decl = self.declare(v, name)
-            ptr = v in own and isinstance(v.type_annotation, PointerType)
-            params.append(restrict_decl(decl) if ptr else decl)
-        helper = self.temp(f"{st.c_name}_par")
-        cut = len(self.INDENT * self.level)
-        lines = "\n".join(line[cut:] for line in body)
-        self.defs.append(f"static void {helper}({', '.join(params) or 'void'}) {{\n{lines}\n}}\n")
-        return [f"{self.INDENT * (self.level + 1)}{helper}({', '.join(used.values())});"]
 
     # -- calls ------------------------------------------------------------------------------
     def lookup(self, gv: GlobalVar) -> FuncState:
@@ -545,11 +531,16 @@ class CodeGenC(CExprEmitter):
         if name is None:
             raise CodegenError("call_extern: the first argument must be the function's name")
         args = e.args[1:]
-        gv = self.by_symbol.get(name)
+        # NOTE: a math function name (LowerIntrin's calls) always means the C library's, even
+        # when a private function of the module has the same name (its C name differs).
+        gv = None if name in MATH_SYMBOLS else self.by_symbol.get(name)
         if gv is not None:
             return self.direct_call(self.funcs[gv], args)
         self.declare_extern(name, e.dtype, args)
-        return f"{name}({', '.join(self.expr(a) for a in args)})"
+        fmt: Callable[..., str] = lambda *xs: f"{name}({', '.join(xs)})"  # noqa: E731
+        if e.dtype.lanes > 1 or any(a.dtype.lanes > 1 for a in args):
+            return self.lanewise(e.dtype, fmt, *args)  # a scalar C function, lane by lane
+        return self.round_storage_float(e.dtype, fmt(*(self.expr(a) for a in args)))
 
     call_call_pure_extern = call_call_extern
 
@@ -558,9 +549,14 @@ class CodeGenC(CExprEmitter):
         if name in self.extern_decls or name in MATH_SYMBOLS or name in C_HEADER_NAMES:
             return
         types = [
-            "const char*" if isinstance(a, E.StringImm) else self.c_type(get_type(a)) for a in args
+            "const char*"
+            if isinstance(a, E.StringImm)
+            else self.c_type(get_type(a))
+            if a.dtype.lanes == 1
+            else self.type_of(a.dtype.element_of())
+            for a in args
         ]
-        ret = "void" if dtype.is_void else self.type_of(dtype)
+        ret = "void" if dtype.is_void else self.type_of(dtype.element_of())
         self.extern_decls[name] = f"{ret} {name}({', '.join(types) or 'void'});"
 
 

@@ -10,8 +10,10 @@ Conventions of the emitted C:
   vector-extension typedefs (``float32x8``); bool vectors are 32-bit lane masks (-1/0);
 - storage-only floats (float16, bfloat16, fp8) are ``float`` values rounded after every
   operation and ``uint16_t``/``uint8_t`` in memory (see `c_prelude`);
-- operations GCC vectors lack (select, min/max, math, gathers) run lane by lane inside a GNU
-  statement expression, which GCC vectorizes.
+- operations GCC vectors lack (select, min/max, calls of scalar C functions, gathers) run lane
+  by lane inside a GNU statement expression, which GCC vectorizes;
+- math builtins and floor division arrive lowered (`kiln.tir.transform.LowerIntrin`): the
+  emitter prints the C calls and operators it is given, and rejects what was not lowered.
 """
 
 from __future__ import annotations
@@ -220,23 +222,21 @@ class CExprEmitter(ABC):
 
     def expr_Mod(self, e: E.BinaryOp) -> str:
         if e.dtype.is_float:
-            return self.float_call(e.dtype, ("fmodf", "fmod"), (e.a, e.b))
+            raise self.unlowered("a float % (fmod)")
         return self.binary(e, "%")
 
     def expr_FloorDiv(self, e: E.BinaryOp) -> str:
-        if e.dtype.is_float:
-            return self.float_call(e.dtype, ("floorf", "floor"), (E.Div(e.a, e.b),))
-        if e.dtype.is_uint:
-            return self.binary(e, "/")
-        return self.helper_call(e, "floordiv", _FLOORDIV)
+        raise self.unlowered("floordiv")
 
     def expr_FloorMod(self, e: E.BinaryOp) -> str:
-        if e.dtype.is_float:
-            a, b = e.a, e.b
-            return self.expr(E.Sub(a, E.Mul(E.FloorDiv(a, b), b)))
-        if e.dtype.is_uint:
-            return self.binary(e, "%")
-        return self.helper_call(e, "floormod", _FLOORMOD)
+        raise self.unlowered("floormod")
+
+    def unlowered(self, what: str) -> CodegenError:
+        """The error for IR that `LowerIntrin` rewrites and the emitter does not print."""
+        return CodegenError(
+            f"{what} reached the C emitter: run the LowerIntrin pass first (kiln.build does; it "
+            "turns math builtins and floor division into C operations and calls)"
+        )
 
     def expr_Min(self, e: E.BinaryOp) -> str:
         return self.helper_call(e, "min", "return a < b ? a : b;")
@@ -393,7 +393,7 @@ class CExprEmitter(ABC):
             return self.call_global(e)
         short = e.op.name[4:] if e.op.name.startswith("tir.") else e.op.name
         if e.op.get_attr("math"):
-            return self.call_math(e, short)
+            raise self.unlowered(f"the math builtin {e.op.name!r}")
         handler = getattr(self, f"call_{short}", None)
         if handler is None:
             raise CodegenError(f"the C backend does not support the intrinsic {e.op.name!r}")
@@ -402,34 +402,6 @@ class CExprEmitter(ABC):
     @abstractmethod
     def call_global(self, e: E.Call) -> str:
         """Implemented by the concrete subclass."""
-
-    def call_math(self, e: E.Call, name: str) -> str:
-        elem = e.args[0].dtype.element_of()
-        wide = elem.is_float and elem.bits == 64
-        if not elem.is_float:
-            raise CodegenError(f"{name}: math intrinsics need float arguments, got {elem}")
-        if name in ("rsqrt", "sigmoid"):
-            one = "1.0" if wide else "1.0f"
-            sym = "sqrt" if wide else "sqrtf"
-            ex = "exp" if wide else "expf"
-            pat = (
-                f"({one} / {sym}({{}}))" if name == "rsqrt" else f"({one} / ({one} + {ex}(-{{}})))"
-            )
-            fmt: Callable[..., str] = lambda x: pat.format(x)  # noqa: E731
-        else:
-            symbols: dict[str, str] = e.op.get_attr("c_symbol")
-            sym = symbols["float64" if wide else "float32"]
-            fmt = lambda *xs: f"{sym}({', '.join(xs)})"  # noqa: E731
-        if e.dtype.lanes > 1:
-            return self.lanewise(e.dtype, fmt, *e.args)
-        code = fmt(*(self.expr(a) for a in e.args))
-        return self.round_storage_float(e.dtype, code) if e.dtype.is_float else code
-
-    def float_call(self, dtype: DataType, syms: tuple[str, str], args: tuple[Any, ...]) -> str:
-        sym = syms[1] if dtype.element_of().bits == 64 else syms[0]
-        if dtype.lanes > 1:
-            return self.lanewise(dtype, lambda *xs: f"{sym}({', '.join(xs)})", *args)
-        return self.round_storage_float(dtype, f"{sym}({', '.join(self.expr(a) for a in args)})")
 
     def call_if_then_else(self, e: E.Call) -> str:
         c, t, f = e.args
@@ -496,10 +468,6 @@ class CExprEmitter(ABC):
     def call_popcount(self, e: E.Call) -> str:
         fn = "__builtin_popcountll" if e.args[0].dtype.bits == 64 else "__builtin_popcount"
         return f"(({self.type_of(e.dtype)}){fn}({self.expr(e.args[0])}))"
-
-
-_FLOORDIV = "T q = a / b, r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;"
-_FLOORMOD = "T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;"
 
 
 def c_string(text: str) -> str:

@@ -13,8 +13,8 @@ Input (the kernel contract of SplitHostDevice / LowerDeviceKernelLaunch):
   ``extern __shared__`` buffer (at most one per kernel: run MergeSharedMemoryAllocations),
   ``local`` is a per-thread array; ``tvm_storage_sync("shared")`` is ``__syncthreads()``.
 - float16 / bfloat16 are CUDA's ``half`` / ``__nv_bfloat16`` and compute natively; float8 types
-  are stored as bytes and computed in float, as in C. With ``fast_math`` float32 math uses the
-  hardware intrinsics (``__expf``, ``__logf``...).
+  are stored as bytes and computed in float, as in C. Math calls arrive lowered by `LowerIntrin`
+  (with the target's ``fast_math``, float32 math is already ``__expf``, ``__logf``...).
 
 Device code cannot raise Python errors: a failed ``AssertStmt`` prints its message and traps.
 """
@@ -39,19 +39,6 @@ from kiln.tir.type import PointerType
 
 THREAD_TAGS = frozenset(f"{k}.{a}" for k in ("threadIdx", "blockIdx") for a in ("x", "y", "z"))
 
-FAST_MATH: dict[str, str] = {
-    "exp": "__expf",
-    "exp10": "__exp10f",
-    "log": "__logf",
-    "log2": "__log2f",
-    "log10": "__log10f",
-    "sin": "__sinf",
-    "cos": "__cosf",
-    "tan": "__tanf",
-    "pow": "__powf",
-}
-"""float32 math functions that have a fast hardware intrinsic, used when fast math is on."""
-
 DYN_SHMEM = "kiln_dyn_shmem"
 SHMEM_ALIGN = 16
 
@@ -61,10 +48,9 @@ class CodeGenCUDA(CodeGenC):
 
     INDENT: ClassVar[str] = "  "
 
-    def __init__(self, fast_math: bool = False) -> None:
+    def __init__(self) -> None:
         super().__init__()
         self.prelude = CudaPrelude()
-        self.fast_math = fast_math
         self.kernels: list[str] = []
         self._dyn_shmem = False
 
@@ -250,23 +236,6 @@ class CodeGenCUDA(CodeGenC):
             return
         super().declare_extern(name, dtype, args)
 
-    def call_math(self, e: E.Call, name: str) -> str:
-        elem = e.args[0].dtype.element_of()
-        if str(elem) in NATIVE_FLOATS:
-            f32 = DataType("float", 32, e.dtype.lanes)
-            widened = tuple(E.Cast(f32.with_lanes(a.dtype.lanes), a) for a in e.args)
-            inner = E.Call(f32 if e.dtype.is_float else e.dtype, e.op, widened)
-            return self.expr(E.Cast(e.dtype, inner) if e.dtype.is_float else inner)
-        fast = FAST_MATH.get(name)
-        if self.fast_math and fast and elem == DataType("float", 32):
-            fmt: Callable[..., str] = lambda *xs: f"{fast}({', '.join(xs)})"  # noqa: E731
-            if e.dtype.lanes > 1:
-                return self.lanewise(e.dtype, fmt, *e.args)
-            return fmt(*(self.expr(a) for a in e.args))
-        if name == "rsqrt" and elem.bits == 32 and e.dtype.lanes == 1:
-            return f"rsqrtf({self.expr(e.args[0])})"
-        return super().call_math(e, name)
-
     def call_popcount(self, e: E.Call) -> str:
         fn = "__popcll" if e.args[0].dtype.bits == 64 else "__popc"
         return f"(({self.type_of(e.dtype)}){fn}({self.expr(e.args[0])}))"
@@ -426,8 +395,9 @@ def _storage_only(dtype: DataType) -> bool:
     return storage_float_suffix(dtype) is not None
 
 
-def codegen_cuda(mod: IRModule, fast_math: bool = False) -> str:
-    """The CUDA source of the device functions of ``mod`` (kernels and their helpers)."""
-    gen = CodeGenCUDA(fast_math=fast_math)
+def codegen_cuda(mod: IRModule) -> str:
+    """The CUDA source of the device functions of ``mod`` (kernels and their helpers; run
+    `LowerIntrin` for the CUDA target first: kiln.build does)."""
+    gen = CodeGenCUDA()
     gen.add_module(mod)
     return gen.finish()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kiln import config, te, topi
-from kiln.codegen.build import codegen, compile_source
+from kiln.codegen.build import compile_source, generate
 from kiln.driver.pipeline import default_tir_pipeline
 from kiln.errors import KilnError
 from kiln.ir.function import GlobalVar
@@ -69,15 +69,15 @@ def build(
     """
     tgt = build_target(target)
     mod = lower(obj, tgt, pipeline=pipeline)
-    source = codegen(mod, tgt)
+    generated = generate(mod, tgt)
     if config.load().debug >= 3:
         print(f"# ---- generated source for target {tgt} ----", file=sys.stderr)
-        print(source, file=sys.stderr)
+        print(generated.source, file=sys.stderr)
     # NOTE: kernels are exposed too (their symbol is the CUDA name); name the library after a host
     # entry point
     entries = [f for f in mod.functions.values() if f.get_attr(CALLING_CONV) != KERNEL_LAUNCH]
     hint = name or next((f.global_symbol for f in entries if f.global_symbol), None)
-    return compile_source(source, tgt, flags=flags, name_hint=hint or "kiln")
+    return compile_source(generated, tgt, flags=flags, name_hint=hint or "kiln")
 
 
 def build_op(

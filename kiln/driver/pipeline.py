@@ -12,10 +12,18 @@ TIR, for a target with a device (``cuda``, host ``c``):
    become kernels, host calls of kernels become launches (these three always run back to back);
 8. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
 9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
-   store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+).
+   store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+);
+10. `VectorizeLoop(target)` — vectorized loops annotated ``pragma_explicit_vector`` become vector
+    statements of the target's vector width (other vectorized loops stay loops: the C emitter
+    prints them under ``#pragma omp simd``);
+11. `LowerIntrin(target)` — math builtins become C calls (or, in vectorized CPU loops,
+    vectorizable float32 arithmetic), floor division becomes C division;
+12. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
+    becomes a private function with ``restrict`` pointers (GCC drops ``restrict`` from what an
+    OpenMP region captures). After it the emitters only print.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2, 8 and 9.
+kernels -- and are left out, so its pipeline is 2 and 8-12.
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ from kiln.tir.transform import (
     FlattenBuffer,
     LegalizeStorage,
     LowerDeviceKernelLaunch,
+    LowerIntrin,
     MakePackedAPI,
     MergeSharedMemoryAllocations,
+    OutlineParallelLoops,
     SplitHostDevice,
     ThreadSync,
+    VectorizeLoop,
 )
 
 
@@ -54,4 +65,7 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         ),
         MakePackedAPI(),
         LegalizeStorage(),
+        VectorizeLoop(target),
+        LowerIntrin(target),
+        OutlineParallelLoops(),
     ]

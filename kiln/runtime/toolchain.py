@@ -7,6 +7,9 @@
 
 where `<flags>` defaults to `DEFAULT_FLAGS` (`-O3 -march=native -fno-trapping-math -fopenmp
 -fPIC -shared`); given flags replace that list, and `-fPIC -shared` are added to them when missing.
+With `KILN_DEBUG=1` or more, GCC is also asked for `-fopt-info-vec-loop-optimized-missed`
+(`report_flags`): its notes on the loops it vectorized (or turned into library calls) and those
+it could not land in the kept compiler output.
 
 Cache layout (all in `config.load().cache_dir`), for `key = sha256(source, flags, compiler
 version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
@@ -14,6 +17,8 @@ version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
 - `<stem>.c`: the source, kept so users can read it and so compiler messages point at a real file;
 - `<stem>.so`: the library;
 - `<stem>.so.sha256`: hex sha256 of the library bytes; an entry is valid only when it matches;
+- `<stem>.log`: what the compiler printed (stderr) when it built the library, warnings and
+  optimization notes included (`compiler_output`);
 - `<stem>.lock`: an advisory `flock` lock serializing builders of the same key.
 
 Invariants:
@@ -128,6 +133,33 @@ def tvm_ffi_link_flags() -> tuple[str, ...]:
     return (f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}", "-Wl,--no-undefined", "-lm")
 
 
+def is_gcc(cc: tuple[str, ...]) -> bool:
+    """True when the compiler is GCC (clang also answers to ``gcc`` on some systems)."""
+    version = compiler_version(cc)
+    return "Free Software Foundation" in version and "clang" not in version.lower()
+
+
+def report_flags(cc: tuple[str, ...]) -> tuple[str, ...]:
+    """Flags asking the compiler to say which loops it vectorized (or turned into ``memset``
+    and the like) and which it did not
+    (`KILN_DEBUG` >= 1, GCC only; the notes go to stderr, which `compile_c` keeps).
+
+    NOTE: the "missed" notes alone cannot tell a loop GCC gave up on from one it vectorized
+    while giving up on the loop around it: GCC places an outer loop's notes on the inner loop's
+    lines once the inner loop is inlined and vectorized."""
+    if config.load().debug >= 1 and is_gcc(cc):
+        return ("-fopt-info-vec-loop-optimized-missed",)
+    return ()
+
+
+def compiler_output(lib: Path) -> str:
+    """What the compiler printed when it built the cached library ``lib`` ("" when unknown)."""
+    try:
+        return lib.with_suffix(".log").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _resolve_flags(flags: tuple[str, ...] | None) -> tuple[str, ...]:
     if flags is None:
         return DEFAULT_FLAGS
@@ -196,6 +228,8 @@ def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -
             raise ToolchainError(cmd, f"cannot run the C compiler: {e}", str(src)) from e
         if proc.returncode != 0:
             raise ToolchainError(cmd, proc.stderr or proc.stdout, str(src))
+        # NOTE: the log is published before the library, so a valid entry always has its log.
+        _atomic_write(lib.with_suffix(".log"), proc.stderr.encode())
         digest = _sha256_file(tmp)
         os.chmod(tmp, 0o755)
         os.replace(tmp, lib)
@@ -218,7 +252,7 @@ def compile_c(
     are always added.
     """
     cc = find_compiler()
-    full_flags = _resolve_flags(flags)
+    full_flags = _resolve_flags(flags) + report_flags(tuple(cc))
     key = cache_key(source, full_flags, tuple(cc))
     cache_dir = config.load().cache_dir
     try:

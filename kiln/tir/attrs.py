@@ -22,6 +22,9 @@ KERNEL_LAUNCH_PARAMS = "tir.kernel_launch_params"
 """The thread tags a kernel launch passes extents for, in order (then `USE_DYN_SHARED_MEMORY`)."""
 USE_DYN_SHARED_MEMORY = "tir.use_dyn_shared_memory"
 """Last launch parameter of a kernel with a ``shared.dyn`` allocation: its size in bytes."""
+NO_ERROR = "kiln.no_error"
+"""The function never raises (no assert, no fallible call or allocation): its callers do not
+check for an error (`OutlineParallelLoops` sets it; the C emitter refuses an error exit in it)."""
 PACKED_API = "kiln.packed_api"
 """The `kiln.tir.packed_api.PackedAPI` entry plan of an exposed function (`MakePackedAPI`)."""
 
@@ -40,6 +43,9 @@ DEVICE_REGION = "target"
 THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 # -- buffer / allocation annotations --------------------------------------------------------------
+STACK_ALLOC_BYTES = 16384
+"""A host allocation of constant size up to this many bytes lives on the C stack; a larger or
+symbolic one is heap memory, whose allocation can fail (an error exit)."""
 VOLATILE = "tir.volatile"
 """An allocation whose accesses must not be merged or reordered."""
 

@@ -1,11 +1,14 @@
 """The builtin operator table of TIR: every `Op` a TIR `Call` may name.
 
-Each op is registered with its call effect; math ops also carry their C symbol for float32 and
-float64 (``c_symbol``: a dict from dtype string to name). Codegen and passes look ops up with
-``Op.get("tir.<name>")``. Importing this module registers the table.
+Each op is registered with its call effect; math ops also carry their `MathOp` record (attribute
+``math``) and their C symbol for float32 and float64 (``c_symbol``: a dict from dtype string to
+name). Codegen and passes look ops up with ``Op.get("tir.<name>")``. Importing this module
+registers the table.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kiln.ir.op import CallEffect, Op
 
@@ -52,63 +55,85 @@ _TABLE: dict[str, tuple[CallEffect, int]] = {
     "launch_kernel": (_O, -1),
 }
 
-# unary / binary math: name -> (float32 C symbol, float64 C symbol)
-MATH_OPS: dict[str, tuple[str, str]] = {
-    "exp": ("expf", "exp"),
-    "exp2": ("exp2f", "exp2"),
-    "exp10": ("exp10f", "exp10"),
-    "log": ("logf", "log"),
-    "log2": ("log2f", "log2"),
-    "log10": ("log10f", "log10"),
-    "log1p": ("log1pf", "log1p"),
-    "expm1": ("expm1f", "expm1"),
-    "sqrt": ("sqrtf", "sqrt"),
-    "rsqrt": ("", ""),
-    "cbrt": ("cbrtf", "cbrt"),
-    "sin": ("sinf", "sin"),
-    "cos": ("cosf", "cos"),
-    "tan": ("tanf", "tan"),
-    "asin": ("asinf", "asin"),
-    "acos": ("acosf", "acos"),
-    "atan": ("atanf", "atan"),
-    "sinh": ("sinhf", "sinh"),
-    "cosh": ("coshf", "cosh"),
-    "tanh": ("tanhf", "tanh"),
-    "asinh": ("asinhf", "asinh"),
-    "acosh": ("acoshf", "acosh"),
-    "atanh": ("atanhf", "atanh"),
-    "erf": ("erff", "erf"),
-    "sigmoid": ("", ""),
-    "fabs": ("fabsf", "fabs"),
-    "floor": ("floorf", "floor"),
-    "ceil": ("ceilf", "ceil"),
-    "round": ("rintf", "rint"),
-    "nearbyint": ("nearbyintf", "nearbyint"),
-    "trunc": ("truncf", "trunc"),
-    "isnan": ("isnan", "isnan"),
-    "isinf": ("isinf", "isinf"),
-    "isfinite": ("isfinite", "isfinite"),
-    "pow": ("powf", "pow"),
-    "atan2": ("atan2f", "atan2"),
-    "fmod": ("fmodf", "fmod"),
-    "hypot": ("hypotf", "hypot"),
-    "copysign": ("copysignf", "copysign"),
-    "nextafter": ("nextafterf", "nextafter"),
-    "ldexp": ("ldexpf", "ldexp"),
+
+@dataclass(frozen=True)
+class MathOp:
+    """A math builtin: the C function computing it for float32 and for float64 (empty when
+    `LowerIntrin` writes it with other operations, as ``rsqrt`` and ``sigmoid``), how many
+    arguments it takes, the CUDA hardware intrinsic used for float32 under fast math
+    (``cuda_fast``), and CUDA's own float32 function where libm has none (``cuda_f32``)."""
+
+    f32: str
+    f64: str
+    nargs: int = 1
+    cuda_fast: str = ""
+    cuda_f32: str = ""
+
+    def symbol(self, bits: int) -> str:
+        """The C function for float arguments of ``bits`` bits (float64: ``f64``, else ``f32``)."""
+        return self.f64 if bits == 64 else self.f32
+
+
+MATH_OPS: dict[str, MathOp] = {
+    "exp": MathOp("expf", "exp", cuda_fast="__expf"),
+    "exp2": MathOp("exp2f", "exp2"),
+    "exp10": MathOp("exp10f", "exp10", cuda_fast="__exp10f"),
+    "log": MathOp("logf", "log", cuda_fast="__logf"),
+    "log2": MathOp("log2f", "log2", cuda_fast="__log2f"),
+    "log10": MathOp("log10f", "log10", cuda_fast="__log10f"),
+    "log1p": MathOp("log1pf", "log1p"),
+    "expm1": MathOp("expm1f", "expm1"),
+    "sqrt": MathOp("sqrtf", "sqrt"),
+    "rsqrt": MathOp("", "", cuda_f32="rsqrtf"),
+    "cbrt": MathOp("cbrtf", "cbrt"),
+    "sin": MathOp("sinf", "sin", cuda_fast="__sinf"),
+    "cos": MathOp("cosf", "cos", cuda_fast="__cosf"),
+    "tan": MathOp("tanf", "tan", cuda_fast="__tanf"),
+    "asin": MathOp("asinf", "asin"),
+    "acos": MathOp("acosf", "acos"),
+    "atan": MathOp("atanf", "atan"),
+    "sinh": MathOp("sinhf", "sinh"),
+    "cosh": MathOp("coshf", "cosh"),
+    "tanh": MathOp("tanhf", "tanh"),
+    "asinh": MathOp("asinhf", "asinh"),
+    "acosh": MathOp("acoshf", "acosh"),
+    "atanh": MathOp("atanhf", "atanh"),
+    "erf": MathOp("erff", "erf"),
+    "sigmoid": MathOp("", ""),
+    "fabs": MathOp("fabsf", "fabs"),
+    "floor": MathOp("floorf", "floor"),
+    "ceil": MathOp("ceilf", "ceil"),
+    "round": MathOp("rintf", "rint"),
+    "nearbyint": MathOp("nearbyintf", "nearbyint"),
+    "trunc": MathOp("truncf", "trunc"),
+    "isnan": MathOp("isnan", "isnan"),
+    "isinf": MathOp("isinf", "isinf"),
+    "isfinite": MathOp("isfinite", "isfinite"),
+    "pow": MathOp("powf", "pow", 2, cuda_fast="__powf"),
+    "atan2": MathOp("atan2f", "atan2", 2),
+    "fmod": MathOp("fmodf", "fmod", 2),
+    "hypot": MathOp("hypotf", "hypot", 2),
+    "copysign": MathOp("copysignf", "copysign", 2),
+    "nextafter": MathOp("nextafterf", "nextafter", 2),
+    "ldexp": MathOp("ldexpf", "ldexp", 2),
 }
-BINARY_MATH = frozenset({"pow", "atan2", "fmod", "hypot", "copysign", "nextafter", "ldexp"})
+"""The math builtins ``tir.<name>`` (the one table of them: `LowerIntrin` picks the C function
+from it, the C emitter knows from it which names ``<math.h>`` declares)."""
+
+MATH_SYMBOLS = frozenset(s for m in MATH_OPS.values() for s in (m.f32, m.f64, m.cuda_f32) if s)
+"""Functions `<math.h>` declares (a ``call_extern`` of one needs no declaration of its own)."""
 
 
 def _register() -> None:
     for name, (effect, nargs) in _TABLE.items():
         Op.register(f"tir.{name}", effect=effect, num_args=nargs)
-    for name, (f32, f64) in MATH_OPS.items():
+    for name, m in MATH_OPS.items():
         Op.register(
             f"tir.{name}",
             effect=_P,
-            num_args=2 if name in BINARY_MATH else 1,
-            c_symbol={"float32": f32, "float64": f64},
-            math=True,
+            num_args=m.nargs,
+            c_symbol={"float32": m.f32, "float64": m.f64},
+            math=m,
         )
 
 

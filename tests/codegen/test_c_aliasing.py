@@ -71,18 +71,19 @@ def test_restrict_only_with_noalias(parallel: bool) -> None:
     assert "restrict" not in entry.split("kiln metadata")[0]
 
 
-def test_parallel_body_of_noalias_function_is_outlined() -> None:
-    """GCC drops restrict on variables an OpenMP region captures, so the body moves into a
-    function of its own with restrict parameters."""
+def test_outlined_parallel_body_prints_restrict_parameters_and_an_unchecked_call() -> None:
+    """OutlineParallelLoops moves the body into ``main_par`` (``tir.noalias``, ``kiln.no_error``):
+    its pointer parameters are restrict, and the parallel loop calls it without a check."""
     plain = _source(_axpy(noalias=False, parallel=True))
     noalias = _source(_axpy(noalias=True, parallel=True))
-    assert "static void kiln_main" not in plain
-    helper = noalias[noalias.index("static void kiln_main") :]
+    assert "main_par" not in plain
+    helper = noalias[noalias.index("static int32_t main_par(") :]
     head = helper.split("{", 1)[0]
     assert "float* restrict A_data" in head and "float* restrict C_data" in head
     assert "int32_t i" in head and "restrict i" not in head
     loop_text = noalias[noalias.index("#pragma omp parallel for") :].split("return 0;")[0]
-    assert "kiln_main" in loop_text and "C_data[" not in loop_text
+    assert "    main_par(" in loop_text and "C_data[" not in loop_text
+    assert "!= 0" not in loop_text and "kiln_par" not in loop_text  # no error slot
 
 
 def test_te_kernel_parallel_vectorized_matches_numpy() -> None:

@@ -11,8 +11,9 @@ from kiln.codegen import CodegenError
 from kiln.codegen.build import split_device_functions
 from kiln.codegen.cuda import codegen_cuda, threads_per_block
 from kiln.errors import ToolchainError
-from kiln.ir import GlobalVar, IRModule
+from kiln.ir import GlobalVar, IRModule, Target
 from kiln.runtime.cuda_compile import compile_cuda
+from kiln.tir.transform import LowerIntrin
 from tests.codegen import cuda_kernels as K
 
 pytestmark = pytest.mark.needs_nvrtc
@@ -31,8 +32,10 @@ CORPUS: dict[str, Callable[[], IRModule]] = {
 
 
 def device_source(mod: IRModule, fast_math: bool = False) -> str:
-    _, device = split_device_functions(mod)
-    return codegen_cuda(device, fast_math=fast_math)
+    """CUDA source of the device functions, after LowerIntrin (math calls) for the target."""
+    target = Target("cuda", {"fast_math": fast_math}, host="c")
+    _, device = split_device_functions(LowerIntrin(target)(mod))
+    return codegen_cuda(device)
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -177,7 +180,7 @@ def test_vectors_are_kiln_vec_and_compile() -> None:
         )
 
     k = K.kernel("vec", (a, c), K.thread("threadIdx.x", 128, inner), ("threadIdx.x",))
-    src = codegen_cuda(IRModule({GlobalVar("vec"): k}))
+    src = device_source(IRModule({GlobalVar("vec"): k}))
     assert "*(kiln_vec<float, 4>*)(C + (((int32_t)threadIdx.x) * 4)) = " in src
     assert "kiln_splat<float, 4>(1.0f)" in src and "kiln_vcast<int32_t>(" in src
     compile_cuda(src, "sm_90")

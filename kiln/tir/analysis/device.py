@@ -32,6 +32,19 @@ def is_kernel(func: PrimFunc) -> bool:
     return func.get_attr(attrs.CALLING_CONV, attrs.DEVICE_SUBROUTINE) == attrs.KERNEL_LAUNCH
 
 
+def is_device_function(func: Any) -> bool:
+    """True for code that runs on a device: a kernel, or a function bound to a device target
+    without a host and without a packed-API entry (a device helper)."""
+    if not isinstance(func, PrimFunc):
+        return False
+    if is_kernel(func):
+        return True
+    target = func_target(func)
+    if target is None or func.get_attr(attrs.PACKED_API) is not None:
+        return False
+    return not target.kind_info.is_host and target.host is None
+
+
 def thread_tag(s: Any) -> str | None:
     """The thread tag a statement binds (``"threadIdx.x"``), or None when it binds none."""
     if isinstance(s, AttrStmt) and s.attr_key == attrs.THREAD_EXTENT:

@@ -336,9 +336,19 @@ def test_default_pipelines() -> None:
         "lower-device-kernel-launch",
         "make-packed-api",
         "legalize-storage",
+        "vectorize-loop",
+        "lower-intrin",
+        "outline-parallel-loops",
     ]
     host = [p.name for p in default_tir_pipeline(HOST)]
-    assert host == ["flatten-buffer", "make-packed-api", "legalize-storage"]
+    assert host == [
+        "flatten-buffer",
+        "make-packed-api",
+        "legalize-storage",
+        "vectorize-loop",
+        "lower-intrin",
+        "outline-parallel-loops",
+    ]
 
 
 def _seed_002() -> IRModule:

@@ -1,39 +1,92 @@
-"""Explicit SIMD code for vectorized loops that ask for it (``pragma_explicit_vector``).
+"""VectorizeLoop: vectorized loops annotated ``pragma_explicit_vector`` become vector statements.
 
-By default CodeGenC emits a vectorized `For` as a scalar loop under ``#pragma omp simd`` and leaves
-the rest to GCC's auto-vectorizer. For a register-blocked kernel that is not enough: whether GCC
-keeps a small accumulator tile (a ``local`` array) in vector registers then depends on the shape
-of unrelated loops; measured on a 6x16 float32 matmul tile, the same schedule ran at 90 GFLOP/s
-for 1023x1023 and 25-40 GFLOP/s for 1024x1024 because the accumulators were kept in memory.
+The C emitter prints a plain vectorized `For` as a scalar loop under ``#pragma omp simd`` and
+leaves the rest to GCC's auto-vectorizer; that is printing, and stays in the emitter. For a
+register-blocked kernel that is not enough: whether GCC keeps a small accumulator tile (a
+``local`` array) in vector registers then depends on the shape of unrelated loops; measured on a
+6x16 float32 matmul tile, the same schedule ran at 90 GFLOP/s for 1023x1023 and 25-40 GFLOP/s
+for 1024x1024 because the accumulators were kept in memory.
 
 A loop annotated ``pragma_explicit_vector`` (TE: ``s[T].pragma(axis, "explicit_vector")`` next to
-``vectorize``) is instead emitted as straight-line GCC vector code: the loop variable becomes a
-`Ramp`, unit-stride loads and stores become vector loads and stores, values that do not depend on
-the loop are computed once and broadcast, and integer index arithmetic on ramps is folded
-(``floordiv(ramp(0, 1, 8), 16)`` is ``0``). Every access to a small local array then has a constant
-offset once the enclosing unrolled loops are unrolled, so GCC's scalar replacement keeps the
-array in registers. The loop is cut into chunks of the host's native vector width
-(`kiln.ir.target.host_vector_bytes`), so GCC never splits a vector type into narrower pieces; a
-remainder that is not a power of two runs as scalar statements.
+``vectorize``; key `kiln.tir.attrs.EXPLICIT_VECTOR`) is rewritten here into straight-line vector
+statements: the loop variable becomes a `Ramp`, unit-stride loads and stores become vector loads
+and stores, values that do not depend on the loop are computed once and broadcast, and integer
+index arithmetic on ramps is folded (``floordiv(ramp(0, 1, 8), 16)`` is ``0``). Every access to
+a small local array then has a constant offset once the enclosing unrolled loops are unrolled,
+so GCC's scalar replacement keeps the array in registers. The loop is cut into chunks of the
+target's vector width (`Target.vector_bytes`, passed as ``VectorizeLoop(target)``; a function
+bound to a target uses that one), so GCC never splits a vector type into narrower pieces; a
+remainder that is not a power of two becomes scalar statements. A per-lane condition around one
+store becomes an ``IfThenElse`` with a vector condition (the emitter prints a masked store).
 
-A body this rewriter cannot express with vectors (a nested loop, a condition or store address
-that is the same for every lane, a call other than a math intrinsic or ``if_then_else``) makes
-`vectorize_loop` return None, and the loop is emitted the default way.
+Postcondition: no ``For`` carries the annotation with a constant extent and a body the rewriter
+can express; the others (a nested loop, a condition or store address that is the same for every
+lane, a call other than a math builtin or ``if_then_else``, a narrow float type) stay as they
+were, and ``KILN_DEBUG=1`` says which loop and why (`kiln.config.remark`).
 """
 
 from __future__ import annotations
 
-from kiln.codegen.c_prelude import storage_float_suffix
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kiln import config
+from kiln.arith import simplify
 from kiln.errors import KilnError
 from kiln.ir.dtype import DataType
-from kiln.ir.target import host_vector_bytes
-from kiln.ir.visitor import pre_order_nodes
+from kiln.ir.function import GlobalVar
+from kiln.ir.module import IRModule
+from kiln.ir.target import Target
+from kiln.ir.transform import PassContext
+from kiln.ir.visitor import Mutator, pre_order_nodes
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
+from kiln.tir.analysis.device import func_target, is_device_function
+from kiln.tir.attrs import EXPLICIT_VECTOR
+from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.functor import substitute
 
-EXPLICIT_VECTOR_KEY = "pragma_explicit_vector"
-"""The `For` annotation that asks for explicit vector code."""
+
+@dataclass(frozen=True)
+class VectorizeLoop(PrimFuncPass):
+    """Rewrite explicit-vector loops into vector statements (see module docstring)."""
+
+    target: Target | None = None
+    name: ClassVar[str] = "vectorize-loop"
+
+    def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        width = code_target(func, self.target or Target("c")).vector_bytes
+        return func.with_body(_Loops(width, gv.name_hint).visit(func.body))
+
+
+def code_target(func: PrimFunc, default: Target) -> Target:
+    """The target ``func``'s code is generated for: its own (or ``default``), the host of a
+    device target for host code."""
+    target = func_target(func) or default
+    if target.is_host_kind or is_device_function(func):
+        return target
+    return target.host or Target("c")
+
+
+class _Loops(Mutator):
+    """Rewrites the annotated loops of one function, innermost first."""
+
+    def __init__(self, vector_bytes: int, where: str) -> None:
+        super().__init__()
+        self.vector_bytes, self.where = vector_bytes, where
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        s = self.generic_visit(s)
+        if s.kind != S.ForKind.VECTORIZED or not s.annotations.get(EXPLICIT_VECTOR):
+            return s
+        try:
+            return S.seq(*vectorize_loop(s, self.vector_bytes))
+        except Unsupported as e:
+            config.remark(
+                f"{self.where}: explicit-vector loop {s.loop_var.name!r} stays a scalar "
+                f"'omp simd' loop: {e}"
+            )
+            return s
 
 
 class Unsupported(Exception):
@@ -42,10 +95,6 @@ class Unsupported(Exception):
 
 def _bcast(x: E.PrimExpr, lanes: int) -> E.PrimExpr:
     return x if x.dtype.lanes == lanes else E.Broadcast(x, lanes)
-
-
-def _const(e: E.PrimExpr) -> int | None:
-    return e.value if isinstance(e, E.IntImm) else None
 
 
 _RAMP_OPS = (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod)
@@ -84,7 +133,7 @@ class LaneRewriter:
             return self.load(e)
         if isinstance(e, E.Call):
             return self.call(e)
-        raise Unsupported(type(e).__name__)
+        raise Unsupported(f"it computes a {type(e).__name__}")
 
     def binary(self, e: E.BinaryOp) -> E.PrimExpr:
         a, b = self.expr(e.a), self.expr(e.b)
@@ -107,14 +156,14 @@ class LaneRewriter:
 
     def load(self, e: E.BufferLoad) -> E.PrimExpr:
         if len(e.indices) != 1:
-            raise Unsupported("multi-dimensional load")
+            raise Unsupported("it has a multi-dimensional load")
         idx = self.expr(e.indices[0])
         return e if idx is e.indices[0] else E.BufferLoad(e.buffer, (idx,))
 
     def call(self, e: E.Call) -> E.PrimExpr:
         name = getattr(e.op, "name", "")
         if name != "tir.if_then_else" and not e.op.get_attr("math"):
-            raise Unsupported(f"call {name}")
+            raise Unsupported(f"it calls {name}")
         args = [self.expr(a) for a in e.args]
         if all(a is b for a, b in zip(args, e.args)):
             return e
@@ -135,7 +184,7 @@ class LaneRewriter:
     def stmt(self, s: S.Stmt) -> S.Stmt:
         if isinstance(s, S.BufferStore):
             if len(s.indices) != 1:
-                raise Unsupported("multi-dimensional store")
+                raise Unsupported("it has a multi-dimensional store")
             idx = self.expr(s.indices[0])
             if idx.dtype.lanes == 1:
                 raise Unsupported("every lane stores to the same address")
@@ -158,7 +207,7 @@ class LaneRewriter:
             return S.LetStmt(var, value, self.stmt(s.body))
         if isinstance(s, S.DeclBuffer):
             return S.DeclBuffer(s.buffer, self.stmt(s.body))
-        raise Unsupported(type(s).__name__)
+        raise Unsupported(f"its body has a {type(s).__name__} statement")
 
     def masked_store(self, s: S.IfThenElse, cond: E.PrimExpr) -> S.Stmt:
         """``if (lane condition) store``: emitted as a masked store (`CodeGenC.masked_store`),
@@ -176,14 +225,8 @@ class LaneRewriter:
 
 
 def _arith(op: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
-    """``op(a, b)`` folded when both are integer constants, or when ``b`` is 0 (add/sub)."""
-    ca, cb = _const(a), _const(b)
-    if ca is not None and cb is not None:
-        value = {E.Add: ca + cb, E.Sub: ca - cb, E.Mul: ca * cb}[op]
-        return E.IntImm(a.dtype, value)
-    if cb == 0 and op in (E.Add, E.Sub):
-        return a
-    return op(a, b)
+    """``op(a, b)`` on scalar integers, simplified (constants folded, ``+ 0`` dropped)."""
+    return simplify(op(a, b))
 
 
 def _has_load(e: E.PrimExpr) -> bool:
@@ -216,7 +259,7 @@ def _fold_ramp(e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None
 
 def _fold_floor(e: E.BinaryOp, a: E.Ramp, b: E.PrimExpr) -> E.PrimExpr | None:
     """``ramp // c`` or ``ramp % c`` for a constant ramp that stays in one block of ``c``."""
-    base, stride, c = _const(a.base), _const(a.stride), _const(b)
+    base, stride, c = E.as_const_int(a.base), E.as_const_int(a.stride), E.as_const_int(b)
     if base is None or stride is None or c is None or c <= 0 or stride < 0:
         return None
     values = [base + k * stride for k in range(a.lanes)]
@@ -233,7 +276,7 @@ def _elem_bytes(body: S.Stmt) -> int | None:
     widest = 1
     for n in pre_order_nodes(body):
         dt = getattr(n, "dtype", None)
-        if isinstance(dt, DataType) and storage_float_suffix(dt) is not None:
+        if isinstance(dt, DataType) and dt.is_float and dt.bits < 32:
             return None
         if isinstance(n, (S.BufferStore, E.BufferLoad)):
             widest = max(widest, 4 if n.buffer.dtype.is_bool else n.buffer.dtype.itemsize)
@@ -252,16 +295,16 @@ def _chunks(extent: int, lanes: int) -> list[tuple[int, int]]:
     return out
 
 
-def vectorize_loop(loop: S.For, vector_bytes: int | None = None) -> list[S.Stmt] | None:
-    """The statements replacing ``loop`` (a vectorized loop of constant extent), or None when its
-    body cannot be written with vectors."""
-    extent = _const(loop.extent)
+def vectorize_loop(loop: S.For, vector_bytes: int) -> list[S.Stmt]:
+    """The statements replacing ``loop`` (a vectorized loop of constant extent); raises
+    `Unsupported` naming what cannot be written with vectors."""
+    extent = E.as_const_int(loop.extent)
     if extent is None or extent < 1:
-        return None
+        raise Unsupported(f"extent {loop.extent} is not a positive constant")
     elem = _elem_bytes(loop.body)
     if elem is None:
-        return None
-    lanes = max(1, (vector_bytes or host_vector_bytes()) // elem)
+        raise Unsupported("it uses a float type narrower than 32 bits")
+    lanes = max(1, vector_bytes // elem)
     out: list[S.Stmt] = []
     try:
         for first, n in _chunks(extent, lanes):
@@ -270,6 +313,6 @@ def vectorize_loop(loop: S.For, vector_bytes: int | None = None) -> list[S.Stmt]
                 out.append(substitute(loop.body, {loop.loop_var: start}))
             else:
                 out.append(LaneRewriter(loop.loop_var, start, n).stmt(loop.body))
-    except (Unsupported, KilnError):  # e.g. mixed dtypes: the default loop handles them
-        return None
+    except KilnError as e:  # e.g. mixed dtypes: the default loop handles them
+        raise Unsupported(str(e)) from e
     return out
