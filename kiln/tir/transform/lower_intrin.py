@@ -11,6 +11,8 @@ Postconditions, per function (host C code, or CUDA device code, as the codegen w
 - on a CPU, inside a vectorized loop or on a vector value, float32 ``exp``, ``log``, ``tanh``,
   ``erf`` and ``sigmoid`` become the vectorizable arithmetic of `kiln.tir.math_approx` (a libm
   call would keep the C compiler from vectorizing the loop); scalar code keeps libm.
+- the same rewriting applies to the shape expressions of an exposed function's entry plan
+  (``kiln.packed_api``), which the host emitter prints as the entry's checks;
 - integer ``floordiv`` / ``floormod`` are C's truncating ``/`` and ``%``, corrected by a select
   where the signs may differ; when the dividend is provably non-negative and the divisor a
   positive constant, they are plain ``/`` and ``%`` (loop ranges and integer lets give the
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kiln.arith import Analyzer
@@ -63,7 +65,13 @@ class LowerIntrin(PrimFuncPass):
         targets = [t for t in (func_target(func), self.target) if t is not None]
         fast = device and any(t.kind == "cuda" and t.get("fast_math") for t in targets)
         lower = _Lower(cuda=device, fast_math=bool(fast), where=gv.name_hint)
-        return func.with_body(lower.visit(func.body))
+        out = func.with_body(lower.visit(func.body))
+        api = out.get_attr(PACKED_API)
+        if api is not None:  # the entry's shape checks are printed as C too
+            checks = tuple(replace(c, value=lower.visit(c.value)) for c in api.checks)
+            if any(a is not b for a, b in zip(checks, api.checks)):
+                out = out.with_attr(PACKED_API, replace(api, checks=checks))
+        return out
 
     def is_device(self, func: PrimFunc) -> bool:
         """True when ``func`` becomes device (CUDA) code rather than host C."""
