@@ -341,6 +341,21 @@ class BoundAnalyzer:
             self._memo[e] = hit
         return hit
 
+    def may_overflow(self, e: PrimExpr) -> bool:
+        """Whether the signed scalar operation at the top of ``e`` can leave its dtype's range
+        for operand values within their bounds (the operands assumed not to overflow)."""
+        dt = e.dtype
+        if not dt.is_int or dt.lanes != 1:
+            return False
+        op = _BINARY.get(type(e))
+        if op is not None:
+            exact = op(self.bound(e.a), self.bound(e.b))  # type: ignore[attr-defined]
+        elif isinstance(e, Cast) and e.value.dtype.is_integer:
+            exact = self.bound(e.value)
+        else:
+            return False
+        return not exact.is_subset_of(dtype_bound(dt))
+
     def _compute(self, e: PrimExpr) -> ConstIntBound:
         dt = e.dtype
         if not (dt.is_integer or dt.is_bool):

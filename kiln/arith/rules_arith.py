@@ -32,7 +32,6 @@ from kiln.tir.expr import (
     Sub,
     Var,
 )
-from kiln.tir.functor import substitute
 
 ARITH = RuleSet("arith")
 
@@ -208,14 +207,6 @@ def _uses(e: PrimExpr, var: Var) -> bool:
     found = []
     post_order_visit(e, lambda n: found.append(n) if n is var else None)
     return bool(found)
-
-
-@ARITH.rule(Let)
-def let_inline_trivial(e: Let, ctx: RewriteContext) -> PrimExpr | None:
-    """``let x = 3 in x + 1`` -> ``3 + 1``: constants and variables are substituted."""
-    if isinstance(e.value, (IntImm, Var)):
-        return substitute(e.body, {e.var: e.value})
-    return None
 
 
 @ARITH.rule(Let)
