@@ -48,10 +48,6 @@ def _split(lin: Linear, c: int, floor_const: bool) -> tuple[Linear, Linear]:
     return Linear(q, kq), Linear(r, k - kq * c)
 
 
-def _common_factor(lin: Linear, c: int) -> int:
-    return gcd(gcd(coef_gcd(lin), lin.const), c)
-
-
 def _divided(lin: Linear, g: int) -> Linear:
     return Linear({k: v // g for k, v in lin.terms.items()}, lin.const // g)
 
@@ -108,19 +104,31 @@ def divmod_by_one(e: Any, ctx: RewriteContext) -> PrimExpr | None:
 
 @DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)
 def divmod_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
-    """``(x*6 + 4) // 8`` -> ``(x*3 + 2) // 4``; ``(x*6) % 8`` -> ``((x*3) % 4) * 2``."""
+    """A factor ``g`` of the divisor and of every coefficient cancels; the constant's remainder
+    modulo ``g`` cannot carry: ``(x*8 + 7) // 16`` -> ``x // 2``, ``(x*6 + 4) // 8`` ->
+    ``(x*3 + 2) // 4``, ``(x*8 + 7) % 16`` -> ``(x % 2)*8 + 7``, ``(x*6) % 8`` ->
+    ``((x*3) % 4)*2``. Truncating kinds need a numerator that is never negative, unless ``g``
+    divides the constant too."""
     c = _divisor(e)
     if c is None:
         return None
     lin = to_linear(e.a)
-    g = _common_factor(lin, c)
+    g = gcd(coef_gcd(lin), c)
     if g <= 1 or lin.is_const:
         return None
-    a = _build(_divided(lin, g), e)
+    kq, kr = divmod(lin.const, g)
+    if kr and isinstance(e, (Div, Mod)) and linear_bound(lin, ctx.const_int_bound).min_value < 0:
+        return None
+    a = _build(Linear({k: v // g for k, v in lin.terms.items()}, kq), e)
     if a is None:
         return None
-    inner = type(e)(a, IntImm(e.dtype, c // g))
-    return inner if isinstance(e, (FloorDiv, Div)) else Mul(inner, IntImm(e.dtype, g))
+    inner = a if c == g else type(e)(a, IntImm(e.dtype, c // g))
+    if isinstance(e, (FloorDiv, Div)):
+        return inner
+    if c == g:
+        return IntImm(e.dtype, kr)
+    scaled = Mul(inner, IntImm(e.dtype, g))
+    return Add(scaled, IntImm(e.dtype, kr)) if kr else scaled
 
 
 @DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)

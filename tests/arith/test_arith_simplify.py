@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from arith_eval import show
+from arith_eval import evaluate, show
 
 from kiln.arith import Analyzer, simplify
 from kiln.ir import structural_equal
@@ -145,6 +145,7 @@ def test_floats_are_left_alone() -> None:
 
 
 def test_like_terms_collect() -> None:
+    check(x - (x + y), -y)
     check(x * 2 + y + x * 3 - y, x * 5)
     check((x + 3) + (y + 4) - 2, x + y + 5, {x: (-1000, 1000), y: (-1000, 1000)})
     # NOTE: unbounded, ``x + y`` overflows at x = -2**31, y = -1, where the input does not
@@ -209,6 +210,18 @@ def test_division_common_factor() -> None:
     check(FloorDiv(x * 4, 2), x * 2)
 
 
+def test_division_common_factor_with_a_remainder() -> None:
+    # floor(8x + 7 / 16) == floor(x / 2): the 7 never carries into the factor 8
+    check(FloorDiv(x * 8 + 7, 16), FloorDiv(x, 2))
+    check(FloorDiv(x * 8 + 7, 8), x)
+    check(FloorMod(x * 8 + 7, 16), FloorMod(x, 2) * 8 + 7)
+    check(FloorDiv(x * 8 + y * 4 + 9, 16), FloorDiv(x * 2 + y + 2, 4))
+    check(Div(x * 8 + 7, 16), Div(x, 2), {x: (0, 1000)})
+    check(Mod(x * 8 + 7, 16), Mod(x, 2) * 8 + 7, {x: (0, 1000)})
+    unchanged(Div(x * 8 + 7, 16))  # truncating, x = -2: -9 / 16 is 0 but -2 / 2 is -1
+    unchanged(Mod(x * 8 + 7, 16))
+
+
 def test_floordiv_by_bounded_expression() -> None:
     vb = {i: (0, 3), n: (4, 64)}
     check(FloorDiv(i, n), 0, vb)
@@ -243,6 +256,18 @@ def test_trunc_exact_and_small() -> None:
 def test_negative_divisors_only_fold() -> None:
     unchanged(FloorDiv(x * 4 + y, c(-4)))
     check(FloorDiv(x, c(-4)), 0, {x: (-3, 0)})
+
+
+def test_rewrites_never_introduce_an_overflow() -> None:
+    v = Var("v")
+    near = {v: (2**30, 2**30 + 63)}
+    e = Max(c(0), FloorDiv((v - 2**30) * -31, 128) * -1)
+    got = simplify(e, near)
+    assert evaluate(got, {v: 2**30 + 40}) == evaluate(e, {v: 2**30 + 40}) == 10
+    # the linear form v*-31 + 31*2**30 overflows for every v in the bounds: not used
+    unchanged((v - 2**30) * -31, near)
+    unchanged((v - 2**30) + (v - 2**30), near)  # v*2 - 2**31: the constant does not fit
+    check(FloorDiv(x + 5, 4), FloorDiv(x + 1, 4) + 1)  # x + 1 == (x + 5) - 4 cannot overflow
 
 
 # -- min / max ----------------------------------------------------------------------------------
@@ -328,6 +353,19 @@ def test_comparisons_of_one_expression_combine() -> None:
     check(And(x <= 3, x >= 3), EQ(x, c(3)))
     unchanged(And(x >= 0, x < 10))
     unchanged(Or(x < 0, x > 10))
+
+
+def test_equal_and_not_equal_combine() -> None:
+    check(And(EQ(x, y), NE(x, y)), FALSE)
+    check(And(EQ(x, y), NE(y, x)), FALSE)
+    check(Or(EQ(x, y), NE(y, x)), TRUE)
+    check(Or(NE(x, c(3)), NE(x, c(4))), TRUE)
+    check(And(NE(x, c(3)), x < 2), x < 2)
+    check(And(NE(x, c(3)), x <= 3), x <= 2)
+    check(And(NE(x, c(3)), EQ(x, c(3))), FALSE)
+    check(Or(NE(x, c(3)), x < 5), TRUE)
+    check(Or(NE(x, c(3)), x > 5), NE(x, c(3)))
+    unchanged(And(NE(x, c(3)), x < 5))
 
 
 def test_not_of_float_comparison_stays() -> None:
