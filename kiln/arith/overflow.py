@@ -6,7 +6,8 @@ node the rule built (an intermediate sum, a scaled term) must be shown to stay i
 range. A new node passes when, given the bounds of its operands, its operation cannot leave the
 range (`BoundAnalyzer.may_overflow`), or when it is tied linearly to a *trusted* node ``t`` (one
 that does not overflow wherever the input does not: ``e`` and the nodes of its top linear
-layers) by ``s * new == t - d`` for an integer ``s`` and a linear form ``d``: then
+layers) by ``s * new == t - d`` for an integer ``s`` and a linear form ``d`` (quotient /
+remainder pairs of ``t`` merged: ``(f // 4)*64 + (f % 4)*16`` is ``f*16``): then
 ``new`` lies in ``(bound(t) - bound(d)) / s``, and ``bound(t)`` is clamped to the dtype.
 
 Example: ``(x + 5) // 4`` -> ``(x + 1) // 4 + 1``; ``x + 1`` may overflow for an arbitrary ``x``,
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Container
 
 from kiln.arith.bound import BoundAnalyzer, ConstIntBound, dtype_bound
-from kiln.arith.linear import Linear, linear_bound, to_linear
+from kiln.arith.linear import Linear, linear_bound, merge_div_mod, to_linear
 from kiln.tir.expr import Add, IntImm, Mul, PrimExpr, Sub, Var
 
 _MAX_ANCHORS = 8
@@ -66,7 +67,7 @@ def _anchors(e: PrimExpr) -> list[tuple[PrimExpr, Linear]]:
         if isinstance(node, (Var, IntImm)):
             continue
         if node.dtype.is_int and node.dtype.lanes == 1:
-            out.append((node, to_linear(node)))
+            out.append((node, merge_div_mod(to_linear(node))))
         if node is e or isinstance(node, _LINEAR):
             for name in ("a", "b"):
                 child = getattr(node, name, None)

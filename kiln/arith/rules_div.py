@@ -20,16 +20,16 @@ from math import gcd
 from typing import Any
 
 from kiln.arith.linear import Linear, coef_gcd, from_linear, linear_bound, to_linear
-from kiln.arith.rules import RewriteContext, RuleSet, int_value, is_index, is_pure, make_int
+from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.arith.rules_arith import diff_bound
-from kiln.tir.expr import Add, Div, FloorDiv, FloorMod, IntImm, Mod, Mul, PrimExpr
+from kiln.tir.expr import Add, Div, FloorDiv, FloorMod, IntImm, Mod, Mul, PrimExpr, as_const_int
 
 DIVMOD = RuleSet("divmod")
 
 
 def _divisor(e: Any) -> int | None:
     """The constant positive divisor of an index division with a pure numerator, else None."""
-    c = int_value(e.b)
+    c = as_const_int(e.b)
     if c is None or c <= 0 or not is_index(e.dtype) or not is_pure(e.a):
         return None
     return c

@@ -23,13 +23,12 @@ from kiln.arith.rules import (
     RewriteContext,
     RuleSet,
     bool_const,
-    int_value,
     is_index,
     is_pure,
     make_int,
 )
 from kiln.ir.structural import structural_equal
-from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr, as_const_int
 
 LOGIC = RuleSet("logic")
 
@@ -141,7 +140,7 @@ def and_or_const(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     """``x and True`` -> ``x``, ``x and False`` -> ``False``; dually for ``or``."""
     absorbing = 0 if isinstance(e, And) else 1
     for this, other in ((e.a, e.b), (e.b, e.a)):
-        v = int_value(this)
+        v = as_const_int(this)
         if v is None or e.dtype.lanes != 1:
             continue
         if bool(v) == bool(absorbing):
@@ -264,7 +263,7 @@ def _from_interval(terms: dict[Atom, int], lo: int, hi: int, dtype: Any) -> Prim
 @LOGIC.rule(Not)
 def not_const(e: Not, ctx: RewriteContext) -> PrimExpr | None:
     """``not True`` -> ``False``."""
-    v = int_value(e.a)
+    v = as_const_int(e.a)
     return None if v is None or e.dtype.lanes != 1 else bool_const(not v)
 
 

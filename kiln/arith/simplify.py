@@ -37,12 +37,12 @@ from kiln.arith.bound import (
 )
 from kiln.arith.constraint import constraint_bounds
 from kiln.arith.overflow import introduces_overflow
-from kiln.arith.rules import FOLD, int_value, rule_table
+from kiln.arith.rules import FOLD, rule_table
 from kiln.arith.rules_arith import ARITH
 from kiln.arith.rules_div import DIVMOD
 from kiln.arith.rules_logic import LOGIC
 from kiln.arith.stmt import StmtSimplifier
-from kiln.tir.expr import IntImm, Let, PrimExpr, Var, convert
+from kiln.tir.expr import IntImm, Let, PrimExpr, Var, as_const_int, convert
 from kiln.tir.functor import substitute
 
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
@@ -144,7 +144,7 @@ class Analyzer:
 
     def can_prove(self, cond: Any) -> bool:
         """True only if ``cond`` holds for every assignment within the bounds."""
-        return int_value(self.simplify(cond)) == 1
+        return as_const_int(self.simplify(cond)) == 1
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         """True only if ``a == b`` for every assignment within the bounds."""

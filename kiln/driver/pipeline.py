@@ -12,10 +12,12 @@ TIR, for a target with a device (``cuda``, host ``c``):
    become kernels, host calls of kernels become launches (these three always run back to back);
 8. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
 9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
-   store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+).
+   store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+);
+10. `Simplify` — index arithmetic rewritten by `kiln.arith` under loop and thread bounds
+   (``(f // 64) * 1024 + (f % 64) * 16 + i`` becomes ``f * 16 + i``), values kept exactly.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2, 8 and 9.
+kernels -- and are left out, so its pipeline is 2, 8, 9 and 10.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kiln.tir.transform import (
     LowerDeviceKernelLaunch,
     MakePackedAPI,
     MergeSharedMemoryAllocations,
+    Simplify,
     SplitHostDevice,
     ThreadSync,
 )
@@ -54,4 +57,5 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         ),
         MakePackedAPI(),
         LegalizeStorage(),
+        Simplify(),
     ]

@@ -7,6 +7,7 @@ from kiln.tir.transform.legalize_storage import LegalizeStorage
 from kiln.tir.transform.lower_device_kernel_launch import LowerDeviceKernelLaunch
 from kiln.tir.transform.make_packed_api import DimCheck, MakePackedAPI, PackedAPI, PackedArg
 from kiln.tir.transform.merge_shared_memory import MergeSharedMemoryAllocations
+from kiln.tir.transform.simplify import Simplify
 from kiln.tir.transform.split_host_device import SplitHostDevice
 from kiln.tir.transform.thread_sync import ThreadSync
 
@@ -21,6 +22,7 @@ __all__ = [
     "MergeSharedMemoryAllocations",
     "PackedAPI",
     "PackedArg",
+    "Simplify",
     "SplitHostDevice",
     "ThreadSync",
 ]
