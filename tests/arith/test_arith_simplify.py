@@ -159,6 +159,17 @@ def test_like_terms_collect() -> None:
     check(FloorDiv(x, 4) + y - FloorDiv(x, 4), y)
 
 
+def test_index_arithmetic_of_split_loops() -> None:
+    io, ii = Var("io"), Var("ii")
+    check(io * 4 + ii - io * 4, ii)
+    check((io * 4 + ii) - (ii + 3), io * 4 - 3)  # io * 4 is a node of the input: no new overflow
+    check(c(7) * 3 - 1, 20)
+    check(FloorDiv(io * 8 + ii, 4), io * 2 + FloorDiv(ii, 4))
+    check(FloorMod(io * 8 + ii + 5, 4), FloorMod(ii + 1, 4), {ii: (0, 7)})
+    unchanged(FloorMod(io * 8 + ii + 5, 4))  # ii + 1 overflows at ii = 2**31 - 1, io = -2**28
+    check(Min(io + 2, io + 5), io + 2)
+
+
 def test_like_terms_in_int64() -> None:
     a, b = Var("a", "int64"), Var("b", "int64")
     check(a * 2 + b + a * 3 - b + 1, a * 5 + c(1, "int64"))

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_default_pipeline_is_one_visible_list() -> None:
     names = [p.name for p in default_tir_pipeline(Target("c"))]
-    assert names == ["flatten-buffer", "make-packed-api", "legalize-storage"]
+    assert names == ["flatten-buffer", "make-packed-api", "legalize-storage", "simplify"]
 
 
 def test_build_a_primfunc_without_symbol_exposes_main() -> None:
