@@ -336,9 +336,10 @@ def test_default_pipelines() -> None:
         "lower-device-kernel-launch",
         "make-packed-api",
         "legalize-storage",
+        "simplify",
     ]
     host = [p.name for p in default_tir_pipeline(HOST)]
-    assert host == ["flatten-buffer", "make-packed-api", "legalize-storage"]
+    assert host == ["flatten-buffer", "make-packed-api", "legalize-storage", "simplify"]
 
 
 def _seed_002() -> IRModule:
