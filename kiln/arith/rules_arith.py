@@ -68,6 +68,27 @@ def canonical_linear(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     return new
 
 
+# -- casts ----------------------------------------------------------------------------------------
+
+_CAST_THROUGH = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
+
+
+@ARITH.rule(Cast)
+def cast_widen_through(e: Cast, ctx: RewriteContext) -> PrimExpr | None:
+    """``int64(a + b)`` -> ``int64(a) + int64(b)`` for a wider signed integer type.
+
+    Equal wherever the narrow operation does not overflow (which the input's value assumes), and
+    lets terms of both types combine: a flat index ``int64(f // 4) * 64 + int64(f % 4 * 16 + i)``
+    becomes ``int64(i) + int64(f) * 16``.
+    """
+    v = e.value
+    if type(v) not in _CAST_THROUGH or not (is_index(e.dtype) and is_index(v.dtype)):
+        return None
+    if e.dtype.bits <= v.dtype.bits:
+        return None
+    return type(v)(Cast(e.dtype, v.a), Cast(e.dtype, v.b))
+
+
 # -- min / max ------------------------------------------------------------------------------------
 
 

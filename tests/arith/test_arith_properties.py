@@ -8,7 +8,7 @@ and be a fixpoint of the simplifier.
 
 The ``near_limits`` tests do the same with bounds and constants around ``+-2**30`` / ``+-2**31``
 (``2**62`` / ``2**63`` for int64), where a rearranged form can overflow although the input does
-not. All tests are derandomized (the same cases on every run): 20,500 cases in all.
+not. All tests are derandomized (the same cases on every run): 22,500 cases in all.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from kiln.arith import Analyzer, const_int_bound
 from kiln.ir import structural_equal
-from kiln.tir import PrimExpr
+from kiln.tir import Cast, PrimExpr
 
 VARS32 = make_vars("int32")
 VARS64 = make_vars("int64")
@@ -120,6 +120,12 @@ def test_constraint_scope_is_sound(cond: PrimExpr, e: PrimExpr, case: Case) -> N
         assert evaluate(s, env) == want, f"assuming {show(cond)}: {show(e)} -> {show(s)} at {env}"
 
 
+@settings(max_examples=500, **SETTINGS)
+@given(e=int_exprs(VARS32), case=cases(VARS32))
+def test_widening_cast_keeps_value(e: PrimExpr, case: Case) -> None:
+    _check_same_value(Cast("int64", e), case)
+
+
 # -- near the limits --------------------------------------------------------------------------
 
 
@@ -151,3 +157,10 @@ def test_near_limits_const_int_bound_holds_the_value(ec: tuple[PrimExpr, Case]) 
 @given(ec=near_limit_cases(VARS32, boolean=True))
 def test_near_limits_can_prove_never_proves_a_false_statement(ec: tuple[PrimExpr, Case]) -> None:
     _check_proof(*ec)
+
+
+@settings(max_examples=1500, **SETTINGS)
+@given(ec=near_limit_cases(VARS32))
+def test_near_limits_widening_cast_keeps_value(ec: tuple[PrimExpr, Case]) -> None:
+    e, case = ec
+    _check_same_value(Cast("int64", e), case)

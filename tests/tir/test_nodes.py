@@ -3,9 +3,8 @@
 import pytest
 
 from kiln import tir
-from kiln.ir import assert_structural_equal
 from kiln.errors import IRError, KilnError
-from kiln.ir import GlobalVar
+from kiln.ir import GlobalVar, assert_structural_equal
 from tests.tir.builders import caller_module, matmul_relu
 
 
