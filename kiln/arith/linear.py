@@ -178,16 +178,23 @@ def coef_gcd(lin: Linear) -> int:
     return g
 
 
+def _is_division(x: Any, want: type, arg: PrimExpr, c: PrimExpr) -> bool:
+    """Whether ``x`` is ``want(arg, c)``, also in the nested form folded by the simplifier:
+    ``y // 256`` is ``(y // 16) // 16``."""
+    if type(x) is not want:
+        return False
+    if structural_equal(x.b, c) and structural_equal(x.a, arg):
+        return True
+    c1, c2, total = as_const_int(getattr(arg, "b", None)), as_const_int(c), as_const_int(x.b)
+    if type(arg) is not want or c1 is None or c2 is None or c1 <= 0 or c2 <= 0:
+        return False
+    return total == c1 * c2 and structural_equal(x.a, arg.a)  # type: ignore[attr-defined]
+
+
 def _pair(lin: Linear, want: type, arg: PrimExpr, c: PrimExpr, coef: int) -> Atom | None:
     """The atom ``want(arg, c)`` of ``lin`` with coefficient ``coef``, if there is one."""
     for atom, k in lin.terms.items():
-        x = atom.expr
-        if (
-            k == coef
-            and type(x) is want
-            and structural_equal(x.b, c)  # type: ignore[attr-defined]
-            and structural_equal(x.a, arg)  # type: ignore[attr-defined]
-        ):
+        if k == coef and _is_division(atom.expr, want, arg, c):
             return atom
     return None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from math import gcd
 from typing import Any
 
-from kiln.arith.linear import Linear, coef_gcd, from_linear, linear_bound, to_linear
+from kiln.arith.linear import Linear, from_linear, linear_bound, to_linear
 from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.arith.rules_arith import diff_bound
 from kiln.tir.expr import Add, Div, FloorDiv, FloorMod, IntImm, Mod, Mul, PrimExpr, as_const_int
@@ -102,33 +102,50 @@ def divmod_by_one(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     return e.a if isinstance(e, (FloorDiv, Div)) else IntImm(e.dtype, 0)
 
 
+def _factor_split(lin: Linear, c: int, ctx: RewriteContext) -> tuple[int, Linear, Linear] | None:
+    """``lin == g*A + R`` with ``g > 1`` dividing ``c`` and ``0 <= R < g`` for every value in the
+    bounds (the largest such ``g`` whose ``A`` has terms), as ``(g, A, R)``."""
+    for g in sorted({gcd(c, v) for v in lin.terms.values()} - {1}, reverse=True):
+        a = Linear({k: v // g for k, v in lin.terms.items() if v % g == 0})
+        if a.is_const:
+            continue
+        r = Linear({k: v for k, v in lin.terms.items() if v % g}, lin.const)
+        rb = linear_bound(r, ctx.const_int_bound)
+        m = _single_quotient(rb.min_value, rb.max_value, g)
+        if m is not None:
+            return g, a.plus(Linear({}, m)), r.plus(Linear({}, -m * g))
+    return None
+
+
 @DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)
 def divmod_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
-    """A factor ``g`` of the divisor and of every coefficient cancels; the constant's remainder
-    modulo ``g`` cannot carry: ``(x*8 + 7) // 16`` -> ``x // 2``, ``(x*6 + 4) // 8`` ->
-    ``(x*3 + 2) // 4``, ``(x*8 + 7) % 16`` -> ``(x % 2)*8 + 7``, ``(x*6) % 8`` ->
-    ``((x*3) % 4)*2``. Truncating kinds need a numerator that is never negative, unless ``g``
-    divides the constant too."""
+    """A factor ``g`` of the divisor cancels from ``g*A + R`` when ``0 <= R < g`` (``R`` cannot
+    carry into ``A``): ``(x*8 + 7) // 16`` -> ``x // 2``, ``(x*6 + 4) // 8`` -> ``(x*3 + 2) // 4``,
+    ``(o*2 + i) // 32`` -> ``o // 16`` for ``i`` in ``[0, 2)``, ``(x*8 + 7) % 16`` ->
+    ``(x % 2)*8 + 7``, ``(x*6) % 8`` -> ``((x*3) % 4)*2``. Truncating kinds need a numerator that
+    is never negative, unless ``R`` is 0."""
     c = _divisor(e)
     if c is None:
         return None
     lin = to_linear(e.a)
-    g = gcd(coef_gcd(lin), c)
-    if g <= 1 or lin.is_const:
+    split = _factor_split(lin, c, ctx)
+    if split is None:
         return None
-    kq, kr = divmod(lin.const, g)
-    if kr and isinstance(e, (Div, Mod)) and linear_bound(lin, ctx.const_int_bound).min_value < 0:
-        return None
-    a = _build(Linear({k: v // g for k, v in lin.terms.items()}, kq), e)
-    if a is None:
+    g, quot, rem = split
+    exact = _is_zero(rem)
+    if not exact and isinstance(e, (Div, Mod)):
+        if linear_bound(lin, ctx.const_int_bound).min_value < 0:
+            return None
+    a, r = _build(quot, e), _build(rem, e)
+    if a is None or r is None:
         return None
     inner = a if c == g else type(e)(a, IntImm(e.dtype, c // g))
     if isinstance(e, (FloorDiv, Div)):
         return inner
     if c == g:
-        return IntImm(e.dtype, kr)
+        return r
     scaled = Mul(inner, IntImm(e.dtype, g))
-    return Add(scaled, IntImm(e.dtype, kr)) if kr else scaled
+    return scaled if exact else Add(scaled, r)
 
 
 @DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)

@@ -200,6 +200,14 @@ def test_floordiv_floormod_split_by_bounds() -> None:
     check(FloorDiv(x * 4 + j, 4), x, vb)  # floor semantics: no sign condition on x
 
 
+def test_nested_quotient_remainder_pairs_recombine() -> None:
+    o, ii = Var("o"), Var("ii")
+    vb = {o: (0, 1023), ii: (0, 15)}
+    # the store index of a fused 4-D transpose: (o // 256, o // 16 % 16, o % 16, ii)
+    index = FloorDiv(o, 256) * 4096 + FloorMod(FloorDiv(o, 16), 16) * 256 + FloorMod(o, 16) * 16
+    check(index + ii, o * 16 + ii, vb)
+
+
 def test_floordiv_split_without_bounds() -> None:
     check(FloorDiv(x * 4 + y, 4), x + FloorDiv(y, 4))
     check(FloorMod(x * 4 + y, 4), FloorMod(y, 4))
@@ -229,6 +237,9 @@ def test_division_common_factor_with_a_remainder() -> None:
     check(FloorDiv(x * 8 + y * 4 + 9, 16), FloorDiv(x * 2 + y + 2, 4))
     check(Div(x * 8 + 7, 16), Div(x, 2), {x: (0, 1000)})
     check(Mod(x * 8 + 7, 16), Mod(x, 2) * 8 + 7, {x: (0, 1000)})
+    check(FloorDiv(x * 2 + FloorDiv(i, 8), 32), FloorDiv(x, 16), {i: (0, 15)})
+    check(FloorMod(x * 2 + FloorDiv(i, 8), 32), FloorMod(x, 16) * 2 + FloorDiv(i, 8), {i: (0, 15)})
+    unchanged(FloorDiv(x * 2 + FloorDiv(i, 8), 32), {i: (0, 16)})  # i // 8 may be 2: carries
     unchanged(Div(x * 8 + 7, 16))  # truncating, x = -2: -9 / 16 is 0 but -2 / 2 is -1
     unchanged(Mod(x * 8 + 7, 16))
 
