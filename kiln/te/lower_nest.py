@@ -22,7 +22,16 @@ from kiln.te.reduce import Reduce
 from kiln.te.rewrite import rewrite_loads
 from kiln.te.tensor import ProducerLoad
 from kiln.tir.buffer import Buffer
-from kiln.tir.expr import And, BufferLoad, IntImm, PrimExpr, Var, as_const_int, const, convert
+from kiln.tir.expr import (
+    And,
+    BufferLoad,
+    PrimExpr,
+    Var,
+    as_const_int,
+    const,
+    convert,
+    is_const_int,
+)
 from kiln.tir.functor import substitute
 from kiln.tir.stmt import (
     Allocate,
@@ -222,7 +231,7 @@ def _update(
     value = body.combiner.combine(BufferLoad(buf, idx), source)
     store: Stmt = BufferStore(buf, value, idx)
     cond = lower_value(state, sl, body.condition)
-    if not (isinstance(cond, IntImm) and cond.value == 1):
+    if not is_const_int(cond, 1):
         store = IfThenElse(cond, store)
     return store
 

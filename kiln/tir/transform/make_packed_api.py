@@ -35,7 +35,7 @@ from kiln.tir.analysis.buffer_index import flat_index_dtype, needs_count_check
 from kiln.tir.analysis.vars import used_vars
 from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH, PACKED_API
 from kiln.tir.buffer import Buffer
-from kiln.tir.expr import IntImm, PrimExpr, Var
+from kiln.tir.expr import IntImm, PrimExpr, Var, is_const_int
 from kiln.tir.function import EMPTY_MAP, PrimFunc, PrimFuncPass
 from kiln.tir.packed_api import CountCheck, DimCheck, PackedAPI, PackedArg
 
@@ -111,7 +111,7 @@ def _plan(symbol: str, args: tuple[PackedArg, ...], label: str) -> PackedAPI:
             compact.append(i)
         entries = [("shape", k, d) for k, d in enumerate(buf.shape)]
         entries += [("strides", k, s) for k, s in enumerate(buf.strides)]
-        if buf.elem_offset is not None and not _is_zero(buf.elem_offset):
+        if buf.elem_offset is not None and not is_const_int(buf.elem_offset, 0):
             entries.append(("elem_offset", 0, buf.elem_offset))
         for field, axis, value in entries:
             if isinstance(value, Var) and value not in bound:
@@ -137,7 +137,3 @@ def _plan(symbol: str, args: tuple[PackedArg, ...], label: str) -> PackedAPI:
         if a.buffer is not None and needs_count_check(a.buffer)
     )
     return PackedAPI(symbol, args, tuple(compact), tuple(checks + deferred), tuple(dims), counts)
-
-
-def _is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
