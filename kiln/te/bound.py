@@ -5,10 +5,11 @@ fixed and the loops inside vary over their whole extent. Each index the consumer
 at is an affine form in those loop variables (the `kiln.arith.linear` form of its `kiln.arith`
 simplification, so ``(io*8 + ii) // 4`` is ``io*2 + ii // 4``); its range is
 ``[min, min + extent)`` where the extent adds ``|coef| * (loop_extent - 1)`` for every varying
-loop, so it never depends on a loop variable. Ranges of several reads are merged when they differ by a constant. Where an index is
-not affine in the varying loops (``x * n``, a select), the whole dimension is produced instead,
-which is always correct. When a region cannot be proven to lie inside the tensor, the producer
-gets guards so it never computes (or reads inputs) outside its domain.
+loop, so it never depends on a loop variable. Ranges of several reads are merged when they
+differ by a constant. Where an index is not affine in the varying loops (``x * n``, a select),
+the whole dimension is produced instead, which is always correct. When a region cannot be
+proven to lie inside the tensor, the producer gets guards so it never computes (or reads
+inputs) outside its domain.
 """
 
 from __future__ import annotations
