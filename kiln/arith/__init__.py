@@ -5,7 +5,10 @@
 - `Analyzer.can_prove(cond)`: True only when ``cond`` provably holds.
 - `simplify_stmt(stmt)`: every expression of a statement, with loop ranges bound.
 
-Signed index arithmetic is assumed not to overflow (it is undefined in the C kiln generates).
+The simplifier keeps values exactly: wherever the input evaluates without signed overflow
+(undefined in the C kiln generates), the result evaluates to the same value without overflow;
+a rewrite that could introduce an overflow is refused (`kiln.arith.overflow`). The `Simplify`
+pass (`kiln.tir.transform`) runs it over every function in the default pipeline.
 """
 
 from kiln.arith.bound import ConstIntBound, const_int_bound

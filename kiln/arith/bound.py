@@ -341,6 +341,30 @@ class BoundAnalyzer:
             self._memo[e] = hit
         return hit
 
+    def exact(self, e: PrimExpr) -> ConstIntBound:
+        """Like `bound`, without assuming that ``e``'s own signed arithmetic stays in its dtype:
+        the interval of the mathematical value of its +, -, *, / tree (other nodes by `bound`).
+        ``n * m`` of two int32 variables reaches ``2**62``."""
+        op = _BINARY.get(type(e))
+        if op is None or not e.dtype.is_int:
+            return self.bound(e)
+        return op(self.exact(e.a), self.exact(e.b))  # type: ignore[attr-defined]
+
+    def may_overflow(self, e: PrimExpr) -> bool:
+        """Whether the signed scalar operation at the top of ``e`` can leave its dtype's range
+        for operand values within their bounds (the operands assumed not to overflow)."""
+        dt = e.dtype
+        if not dt.is_int or dt.lanes != 1:
+            return False
+        op = _BINARY.get(type(e))
+        if op is not None:
+            exact = op(self.bound(e.a), self.bound(e.b))  # type: ignore[attr-defined]
+        elif isinstance(e, Cast) and e.value.dtype.is_integer:
+            exact = self.bound(e.value)
+        else:
+            return False
+        return not exact.is_subset_of(dtype_bound(dt))
+
     def _compute(self, e: PrimExpr) -> ConstIntBound:
         dt = e.dtype
         if not (dt.is_integer or dt.is_bool):

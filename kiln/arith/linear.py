@@ -8,6 +8,7 @@ which they first appear, which makes `from_linear` deterministic and idempotent:
 
 These rearrangements are ring identities, so they hold in wrapping two's-complement arithmetic
 too; `from_linear` only refuses to build a constant that does not fit the dtype.
+`merge_div_mod` recombines quotient / remainder pairs (``(x // c)*c + x % c`` is ``x``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from math import gcd
+from typing import Any
 
 from kiln.arith.bound import ConstIntBound, bound_add, bound_scale
 from kiln.ir.dtype import DataType
 from kiln.ir.structural import structural_equal, structural_hash
-from kiln.tir.expr import Add, IntImm, Mul, PrimExpr, Sub
+from kiln.tir.expr import (
+    Add,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Mod,
+    Mul,
+    PrimExpr,
+    Sub,
+    as_const_int,
+)
 
 
 class Atom:
@@ -163,3 +176,70 @@ def coef_gcd(lin: Linear) -> int:
     for c in lin.terms.values():
         g = gcd(g, c)
     return g
+
+
+def _is_division(x: Any, want: type, arg: PrimExpr, c: PrimExpr) -> bool:
+    """Whether ``x`` is ``want(arg, c)``, also in the nested form folded by the simplifier:
+    ``y // 256`` is ``(y // 16) // 16``."""
+    if type(x) is not want:
+        return False
+    if structural_equal(x.b, c) and structural_equal(x.a, arg):
+        return True
+    c1, c2, total = as_const_int(getattr(arg, "b", None)), as_const_int(c), as_const_int(x.b)
+    if type(arg) is not want or c1 is None or c2 is None or c1 <= 0 or c2 <= 0:
+        return False
+    return total == c1 * c2 and structural_equal(x.a, arg.a)  # type: ignore[attr-defined]
+
+
+def _pair(lin: Linear, want: type, arg: PrimExpr, c: PrimExpr, coef: int) -> Atom | None:
+    """The atom ``want(arg, c)`` of ``lin`` with coefficient ``coef``, if there is one."""
+    for atom, k in lin.terms.items():
+        if k == coef and _is_division(atom.expr, want, arg, c):
+            return atom
+    return None
+
+
+_DIV_OF_MOD = {FloorMod: FloorDiv, Mod: Div}
+_MOD_OF_DIV = {FloorDiv: FloorMod, Div: Mod}
+
+
+def _merge_pair_step(lin: Linear) -> Linear | None:
+    """``(x // c)*(c*m) + (x % c)*m`` -> ``x*m`` once, or None when no pair is present."""
+    for atom, m in lin.terms.items():
+        x: Any = atom.expr
+        div_kind = _DIV_OF_MOD.get(type(x))
+        c = as_const_int(x.b) if div_kind is not None else None
+        if not c:
+            continue
+        other = _pair(lin, div_kind, x.a, x.b, m * c)  # type: ignore[arg-type]
+        if other is not None:
+            kept = {k: v for k, v in lin.terms.items() if k != atom and k != other}
+            return Linear(kept, lin.const).plus(to_linear(x.a).scaled(m))
+    return None
+
+
+def _rebuild_mod_step(lin: Linear) -> Linear | None:
+    """``x*m - (x // c)*(c*m)`` -> ``(x % c)*m`` once, or None when the pattern is absent."""
+    for atom, k in lin.terms.items():
+        x: Any = atom.expr
+        mod_kind = _MOD_OF_DIV.get(type(x))
+        c = as_const_int(x.b) if mod_kind is not None else None
+        if not c or k % c:
+            continue
+        sub = to_linear(x.a).scaled(-k // c)
+        if sub.terms and all(lin.terms.get(t) == v for t, v in sub.terms.items()):
+            rest = Linear({t: v for t, v in lin.terms.items() if t != atom}, lin.const)
+            return rest.plus(sub, -1).add_term(mod_kind(x.a, x.b), -k // c)
+    return None
+
+
+def merge_div_mod(lin: Linear) -> Linear:
+    """Recombine quotient/remainder pairs in a linear form (floor and truncating kinds).
+
+    ``(x // c)*c + x % c`` -> ``x`` and ``x - (x // c)*c`` -> ``x % c``, scaled by any
+    coefficient; both identities hold for every ``x`` and nonzero ``c``.
+    """
+    for step in (_merge_pair_step, _rebuild_mod_step):
+        while (new := step(lin)) is not None:
+            lin = new
+    return lin

@@ -50,6 +50,7 @@ from kiln.tir.expr import (
     Mul,
     PrimExpr,
     Sub,
+    as_const_int,
 )
 
 
@@ -97,11 +98,6 @@ def rule_table(*sets: RuleSet) -> dict[type, tuple[Rule, ...]]:
 def is_index(dtype: DataType) -> bool:
     """Scalar signed integer: the dtypes the arithmetic rules reason about."""
     return dtype.is_int and dtype.lanes == 1
-
-
-def int_value(e: PrimExpr) -> int | None:
-    """The value of an integer (or bool) immediate, else None."""
-    return e.value if isinstance(e, IntImm) else None
 
 
 def fits(dtype: DataType, value: int) -> bool:
@@ -194,7 +190,7 @@ FOLD = RuleSet("fold")
 @FOLD.rule(*ARITH_OPS)
 def fold_int_arith(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     """``3 + 4`` -> ``7`` with the semantics in the module docstring."""
-    a, b = int_value(e.a), int_value(e.b)
+    a, b = as_const_int(e.a), as_const_int(e.b)
     if a is None or b is None or not e.dtype.is_integer or e.dtype.lanes != 1:
         return None
     value = eval_int_op(type(e), a, b)

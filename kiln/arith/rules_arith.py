@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.arith.linear import Atom, Linear, from_linear, linear_bound, to_linear
-from kiln.arith.rules import RewriteContext, RuleSet, int_value, is_index, is_pure, make_int
+from kiln.arith.linear import from_linear, linear_bound, merge_div_mod, to_linear
+from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.ir.structural import structural_equal
 from kiln.ir.visitor import post_order_visit
 from kiln.tir.expr import (
@@ -31,8 +31,8 @@ from kiln.tir.expr import (
     SizeVar,
     Sub,
     Var,
+    as_const_int,
 )
-from kiln.tir.functor import substitute
 
 ARITH = RuleSet("arith")
 
@@ -53,66 +53,6 @@ def fold_point_bound(e: Any, ctx: RewriteContext) -> PrimExpr | None:
 # -- linear canonical form ------------------------------------------------------------------------
 
 
-def _pair(lin: Linear, want: type, arg: PrimExpr, c: PrimExpr, coef: int) -> Atom | None:
-    """The atom ``want(arg, c)`` of ``lin`` with coefficient ``coef``, if there is one."""
-    for atom, k in lin.terms.items():
-        x = atom.expr
-        if (
-            k == coef
-            and type(x) is want
-            and structural_equal(x.b, c)  # type: ignore[attr-defined]
-            and structural_equal(x.a, arg)  # type: ignore[attr-defined]
-        ):
-            return atom
-    return None
-
-
-_DIV_OF_MOD = {FloorMod: FloorDiv, Mod: Div}
-_MOD_OF_DIV = {FloorDiv: FloorMod, Div: Mod}
-
-
-def _merge_pair_step(lin: Linear) -> Linear | None:
-    """``(x // c)*(c*m) + (x % c)*m`` -> ``x*m`` once, or None when no pair is present."""
-    for atom, m in lin.terms.items():
-        x: Any = atom.expr
-        div_kind = _DIV_OF_MOD.get(type(x))
-        c = int_value(x.b) if div_kind is not None else None
-        if not c:
-            continue
-        other = _pair(lin, div_kind, x.a, x.b, m * c)  # type: ignore[arg-type]
-        if other is not None:
-            kept = {k: v for k, v in lin.terms.items() if k != atom and k != other}
-            return Linear(kept, lin.const).plus(to_linear(x.a).scaled(m))
-    return None
-
-
-def _rebuild_mod_step(lin: Linear) -> Linear | None:
-    """``x*m - (x // c)*(c*m)`` -> ``(x % c)*m`` once, or None when the pattern is absent."""
-    for atom, k in lin.terms.items():
-        x: Any = atom.expr
-        mod_kind = _MOD_OF_DIV.get(type(x))
-        c = int_value(x.b) if mod_kind is not None else None
-        if not c or k % c:
-            continue
-        sub = to_linear(x.a).scaled(-k // c)
-        if sub.terms and all(lin.terms.get(t) == v for t, v in sub.terms.items()):
-            rest = Linear({t: v for t, v in lin.terms.items() if t != atom}, lin.const)
-            return rest.plus(sub, -1).add_term(mod_kind(x.a, x.b), -k // c)
-    return None
-
-
-def merge_div_mod(lin: Linear) -> Linear:
-    """Recombine quotient/remainder pairs in a linear form (floor and truncating kinds).
-
-    ``(x // c)*c + x % c`` -> ``x`` and ``x - (x // c)*c`` -> ``x % c``, scaled by any
-    coefficient; both identities hold for every ``x`` and nonzero ``c``.
-    """
-    for step in (_merge_pair_step, _rebuild_mod_step):
-        while (new := step(lin)) is not None:
-            lin = new
-    return lin
-
-
 @ARITH.rule(Add, Sub, Mul)
 def canonical_linear(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     """Collect like terms and constants: ``x*2 + y + x*3 - y + 1 + 2`` -> ``x*5 + 3``."""
@@ -126,6 +66,27 @@ def canonical_linear(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     if new is None or new is e or structural_equal(new, e):
         return None
     return new
+
+
+# -- casts ----------------------------------------------------------------------------------------
+
+_CAST_THROUGH = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
+
+
+@ARITH.rule(Cast)
+def cast_widen_through(e: Cast, ctx: RewriteContext) -> PrimExpr | None:
+    """``int64(a + b)`` -> ``int64(a) + int64(b)`` for a wider signed integer type.
+
+    Equal wherever the narrow operation does not overflow (which the input's value assumes), and
+    lets terms of both types combine: a flat index ``int64(f // 4) * 64 + int64(f % 4 * 16 + i)``
+    becomes ``int64(i) + int64(f) * 16``.
+    """
+    v = e.value
+    if type(v) not in _CAST_THROUGH or not (is_index(e.dtype) and is_index(v.dtype)):
+        return None
+    if e.dtype.bits <= v.dtype.bits:
+        return None
+    return type(v)(Cast(e.dtype, v.a), Cast(e.dtype, v.b))
 
 
 # -- min / max ------------------------------------------------------------------------------------
@@ -178,7 +139,7 @@ def minmax_nested_const(e: Any, ctx: RewriteContext) -> PrimExpr | None:
 @ARITH.rule(Select)
 def select_decided(e: Select, ctx: RewriteContext) -> PrimExpr | None:
     """``select(True, a, b)`` -> ``a``."""
-    c = int_value(e.condition)
+    c = as_const_int(e.condition)
     if c is None or e.condition.dtype.lanes != 1:
         return None
     keep, drop = (e.true_value, e.false_value) if c else (e.false_value, e.true_value)
@@ -208,14 +169,6 @@ def _uses(e: PrimExpr, var: Var) -> bool:
     found = []
     post_order_visit(e, lambda n: found.append(n) if n is var else None)
     return bool(found)
-
-
-@ARITH.rule(Let)
-def let_inline_trivial(e: Let, ctx: RewriteContext) -> PrimExpr | None:
-    """``let x = 3 in x + 1`` -> ``3 + 1``: constants and variables are substituted."""
-    if isinstance(e.value, (IntImm, Var)):
-        return substitute(e.body, {e.var: e.value})
-    return None
 
 
 @ARITH.rule(Let)

@@ -19,17 +19,17 @@ from __future__ import annotations
 from math import gcd
 from typing import Any
 
-from kiln.arith.linear import Linear, coef_gcd, from_linear, linear_bound, to_linear
-from kiln.arith.rules import RewriteContext, RuleSet, int_value, is_index, is_pure, make_int
+from kiln.arith.linear import Linear, from_linear, linear_bound, to_linear
+from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.arith.rules_arith import diff_bound
-from kiln.tir.expr import Add, Div, FloorDiv, FloorMod, IntImm, Mod, Mul, PrimExpr
+from kiln.tir.expr import Add, Div, FloorDiv, FloorMod, IntImm, Mod, Mul, PrimExpr, as_const_int
 
 DIVMOD = RuleSet("divmod")
 
 
 def _divisor(e: Any) -> int | None:
     """The constant positive divisor of an index division with a pure numerator, else None."""
-    c = int_value(e.b)
+    c = as_const_int(e.b)
     if c is None or c <= 0 or not is_index(e.dtype) or not is_pure(e.a):
         return None
     return c
@@ -46,10 +46,6 @@ def _split(lin: Linear, c: int, floor_const: bool) -> tuple[Linear, Linear]:
     k = lin.const
     kq = k // c if floor_const or k >= 0 else -(-k // c)
     return Linear(q, kq), Linear(r, k - kq * c)
-
-
-def _common_factor(lin: Linear, c: int) -> int:
-    return gcd(gcd(coef_gcd(lin), lin.const), c)
 
 
 def _divided(lin: Linear, g: int) -> Linear:
@@ -106,21 +102,50 @@ def divmod_by_one(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     return e.a if isinstance(e, (FloorDiv, Div)) else IntImm(e.dtype, 0)
 
 
+def _factor_split(lin: Linear, c: int, ctx: RewriteContext) -> tuple[int, Linear, Linear] | None:
+    """``lin == g*A + R`` with ``g > 1`` dividing ``c`` and ``0 <= R < g`` for every value in the
+    bounds (the largest such ``g`` whose ``A`` has terms), as ``(g, A, R)``."""
+    for g in sorted({gcd(c, v) for v in lin.terms.values()} - {1}, reverse=True):
+        a = Linear({k: v // g for k, v in lin.terms.items() if v % g == 0})
+        if a.is_const:
+            continue
+        r = Linear({k: v for k, v in lin.terms.items() if v % g}, lin.const)
+        rb = linear_bound(r, ctx.const_int_bound)
+        m = _single_quotient(rb.min_value, rb.max_value, g)
+        if m is not None:
+            return g, a.plus(Linear({}, m)), r.plus(Linear({}, -m * g))
+    return None
+
+
 @DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)
 def divmod_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
-    """``(x*6 + 4) // 8`` -> ``(x*3 + 2) // 4``; ``(x*6) % 8`` -> ``((x*3) % 4) * 2``."""
+    """A factor ``g`` of the divisor cancels from ``g*A + R`` when ``0 <= R < g`` (``R`` cannot
+    carry into ``A``): ``(x*8 + 7) // 16`` -> ``x // 2``, ``(x*6 + 4) // 8`` -> ``(x*3 + 2) // 4``,
+    ``(o*2 + i) // 32`` -> ``o // 16`` for ``i`` in ``[0, 2)``, ``(x*8 + 7) % 16`` ->
+    ``(x % 2)*8 + 7``, ``(x*6) % 8`` -> ``((x*3) % 4)*2``. Truncating kinds need a numerator that
+    is never negative, unless ``R`` is 0."""
     c = _divisor(e)
     if c is None:
         return None
     lin = to_linear(e.a)
-    g = _common_factor(lin, c)
-    if g <= 1 or lin.is_const:
+    split = _factor_split(lin, c, ctx)
+    if split is None:
         return None
-    a = _build(_divided(lin, g), e)
-    if a is None:
+    g, quot, rem = split
+    exact = _is_zero(rem)
+    if not exact and isinstance(e, (Div, Mod)):
+        if linear_bound(lin, ctx.const_int_bound).min_value < 0:
+            return None
+    a, r = _build(quot, e), _build(rem, e)
+    if a is None or r is None:
         return None
-    inner = type(e)(a, IntImm(e.dtype, c // g))
-    return inner if isinstance(e, (FloorDiv, Div)) else Mul(inner, IntImm(e.dtype, g))
+    inner = a if c == g else type(e)(a, IntImm(e.dtype, c // g))
+    if isinstance(e, (FloorDiv, Div)):
+        return inner
+    if c == g:
+        return r
+    scaled = Mul(inner, IntImm(e.dtype, g))
+    return scaled if exact else Add(scaled, r)
 
 
 @DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)

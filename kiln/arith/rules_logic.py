@@ -23,13 +23,12 @@ from kiln.arith.rules import (
     RewriteContext,
     RuleSet,
     bool_const,
-    int_value,
     is_index,
     is_pure,
     make_int,
 )
 from kiln.ir.structural import structural_equal
-from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr, as_const_int
 
 LOGIC = RuleSet("logic")
 
@@ -141,7 +140,7 @@ def and_or_const(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     """``x and True`` -> ``x``, ``x and False`` -> ``False``; dually for ``or``."""
     absorbing = 0 if isinstance(e, And) else 1
     for this, other in ((e.a, e.b), (e.b, e.a)):
-        v = int_value(this)
+        v = as_const_int(this)
         if v is None or e.dtype.lanes != 1:
             continue
         if bool(v) == bool(absorbing):
@@ -166,49 +165,84 @@ _INTERVAL = {
     GT: lambda m: (m + 1, POS_INF),
     GE: lambda m: (m, POS_INF),
     EQ: lambda m: (m, m),
+    NE: lambda m: (m, m),
 }
 
 
-def _interval(e: Any) -> tuple[dict[Atom, int], int, int] | None:
-    """An integer comparison as ``S in [lo, hi]`` (``S`` linear, first coefficient > 0)."""
+def _interval(e: Any) -> tuple[dict[Atom, int], int, int, bool] | None:
+    """An integer comparison as ``S in [lo, hi]`` (or ``S != lo`` when the flag is set), ``S``
+    linear with the sign fixed by its terms alone (so ``x == y`` and ``y != x`` share ``S``)."""
     if type(e) not in _INTERVAL or not is_index(e.a.dtype):
         return None
     d, op = _diff(e), type(e)
     if not d.terms:
         return None
-    if next(iter(d.terms.values())) < 0:
+    lead = min(d.terms, key=lambda a: a._hash)
+    if d.terms[lead] < 0:
         d, op = d.scaled(-1), _FLIP[op]
     lo, hi = _INTERVAL[op](-d.const)
-    return d.terms, lo, hi
+    return d.terms, lo, hi, op is NE
+
+
+def _and_sets(e: Any, a: tuple, b: tuple) -> PrimExpr | None:
+    """``e`` (an ``and``) of ``S in/not-in`` sets ``a`` and ``b``, when it is one of them, one
+    comparison, or false."""
+    (terms, alo, ahi, a_ne), (_, blo, bhi, b_ne) = a, b
+    if a_ne and b_ne:
+        return None
+    if a_ne or b_ne:
+        hole, (lo, hi, keep) = (alo, (blo, bhi, e.b)) if a_ne else (blo, (alo, ahi, e.a))
+        if not lo <= hole <= hi:
+            return keep
+        if lo == hi:
+            return bool_const(False)
+        if hole == lo:
+            return _from_interval(terms, lo + 1, hi, e.a.a.dtype)
+        return _from_interval(terms, lo, hi - 1, e.a.a.dtype) if hole == hi else None
+    lo, hi = max(alo, blo), min(ahi, bhi)
+    if lo > hi:
+        return bool_const(False)
+    return _pick(e, a, b, lo, hi)
+
+
+def _or_sets(e: Any, a: tuple, b: tuple) -> PrimExpr | None:
+    """``e`` (an ``or``) of ``S in/not-in`` sets ``a`` and ``b`` (see `_and_sets`)."""
+    (_, alo, ahi, a_ne), (_, blo, bhi, b_ne) = a, b
+    if a_ne and b_ne:
+        return bool_const(True) if alo != blo else e.a
+    if a_ne or b_ne:
+        hole, (lo, hi, ne) = (alo, (blo, bhi, e.a)) if a_ne else (blo, (alo, ahi, e.b))
+        return bool_const(True) if lo <= hole <= hi else ne
+    if ahi + 1 < blo or bhi + 1 < alo:  # a gap between them: not one interval
+        return None
+    lo, hi = min(alo, blo), max(ahi, bhi)
+    if lo == NEG_INF and hi == POS_INF:
+        return bool_const(True)
+    return _pick(e, a, b, lo, hi)
+
+
+def _pick(e: Any, a: tuple, b: tuple, lo: int, hi: int) -> PrimExpr | None:
+    if (lo, hi) == (a[1], a[2]):
+        return e.a
+    if (lo, hi) == (b[1], b[2]):
+        return e.b
+    return _from_interval(a[0], lo, hi, e.a.a.dtype)
 
 
 @LOGIC.rule(And, Or)
 def and_or_same_difference(e: Any, ctx: RewriteContext) -> PrimExpr | None:
-    """Comparisons of one linear expression combine as intervals.
+    """Comparisons of one linear expression combine as sets of its values.
 
     ``x < 5 and x < 3`` -> ``x < 3``; ``x < 3 and x > 4`` -> ``False``;
     ``x < 5 or x >= 5`` -> ``True``; ``x < 3 or x < 5`` -> ``x < 5``;
-    ``x == 3 or x < 3`` -> ``x <= 3``; ``x <= 3 and x >= 3`` -> ``x == 3``.
+    ``x == 3 or x < 3`` -> ``x <= 3``; ``x <= 3 and x >= 3`` -> ``x == 3``;
+    ``x == y and x != y`` -> ``False``; ``x == y or y != x`` -> ``True``;
+    ``x != 3 and x < 2`` -> ``x < 2``; ``x != 3 and x <= 3`` -> ``x <= 2``.
     """
     ia, ib = _interval(e.a), _interval(e.b)
     if ia is None or ib is None or ia[0] != ib[0] or not is_pure(e):
         return None
-    (_, alo, ahi), (_, blo, bhi) = ia, ib
-    if isinstance(e, And):
-        lo, hi = max(alo, blo), min(ahi, bhi)
-        if lo > hi:
-            return bool_const(False)
-    else:
-        if ahi + 1 < blo or bhi + 1 < alo:  # a gap between them: not one interval
-            return None
-        lo, hi = min(alo, blo), max(ahi, bhi)
-        if lo == NEG_INF and hi == POS_INF:
-            return bool_const(True)
-    if (lo, hi) == (alo, ahi):
-        return e.a
-    if (lo, hi) == (blo, bhi):
-        return e.b
-    return _from_interval(ia[0], lo, hi, e.a.a.dtype)
+    return _and_sets(e, ia, ib) if isinstance(e, And) else _or_sets(e, ia, ib)
 
 
 def _from_interval(terms: dict[Atom, int], lo: int, hi: int, dtype: Any) -> PrimExpr | None:
@@ -229,7 +263,7 @@ def _from_interval(terms: dict[Atom, int], lo: int, hi: int, dtype: Any) -> Prim
 @LOGIC.rule(Not)
 def not_const(e: Not, ctx: RewriteContext) -> PrimExpr | None:
     """``not True`` -> ``False``."""
-    v = int_value(e.a)
+    v = as_const_int(e.a)
     return None if v is None or e.dtype.lanes != 1 else bool_const(not v)
 
 

@@ -5,12 +5,19 @@
 expression, which is simplified again. A node no rule changes is final. Results are memoized per
 call by node identity, so shared subtrees are simplified once.
 
-Guarantees: the result has the input's dtype and equals it for every assignment of the free
-variables within the analyzer's bounds, assuming (as C does) that signed arithmetic does not
-overflow and no divisor is zero. Unchanged subtrees keep their identity; an expression that is
-already simple comes back as the same object. A cap on rule applications (`MAX_STEPS`) makes
-termination unconditional; hitting it sets ``hit_step_limit`` and returns an equal expression.
-An expression nested deeper than Python's recursion limit allows comes back unchanged.
+Guarantees: the result has the input's dtype, and at every assignment of the free variables
+within the analyzer's bounds where the input evaluates without signed overflow (and no divisor
+is zero), the result evaluates to the same value, without overflow either. Rules may reason on
+that assumption (bounds are clamped to the dtype), but the driver refuses a rewrite that could
+*introduce* an overflow: every node a rule builds, except the one replacing the rewritten node
+(whose value is that node's), must provably stay in its dtype's range given the bounds of its
+operands (`kiln.arith.overflow`). Nodes already seen in this call (the input's and those
+of accepted rewrites) are trusted: they do not overflow wherever the input does not.
+
+Unchanged subtrees keep their identity; an expression that is already simple comes back as the
+same object. A cap on rule applications (`MAX_STEPS`) makes termination unconditional; hitting
+it sets ``hit_step_limit`` and returns an equal expression. An expression nested deeper than
+Python's recursion limit allows comes back unchanged.
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ from kiln.arith.bound import (
     normalize_var_bounds,
 )
 from kiln.arith.constraint import constraint_bounds
-from kiln.arith.rules import FOLD, int_value, rule_table
+from kiln.arith.overflow import introduces_overflow
+from kiln.arith.rules import FOLD, rule_table
 from kiln.arith.rules_arith import ARITH
 from kiln.arith.rules_div import DIVMOD
 from kiln.arith.rules_logic import LOGIC
 from kiln.arith.stmt import StmtSimplifier
-from kiln.tir.expr import Let, PrimExpr, Var, convert
+from kiln.tir.expr import IntImm, Let, PrimExpr, Var, as_const_int, convert
+from kiln.tir.functor import substitute
 
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
 RULES = rule_table(FOLD, ARITH, DIVMOD, LOGIC)
@@ -135,7 +144,7 @@ class Analyzer:
 
     def can_prove(self, cond: Any) -> bool:
         """True only if ``cond`` holds for every assignment within the bounds."""
-        return int_value(self.simplify(cond)) == 1
+        return as_const_int(self.simplify(cond)) == 1
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         """True only if ``a == b`` for every assignment within the bounds."""
@@ -159,7 +168,7 @@ class Analyzer:
     def _apply_rules(self, e: PrimExpr) -> PrimExpr:
         for rule in RULES.get(type(e), ()):
             new = rule(e, self)
-            if new is None or new is e:
+            if new is None or new is e or introduces_overflow(new, e, self._memo, self._bounds):
                 continue
             self._steps += 1
             if self._steps > MAX_STEPS:
@@ -187,6 +196,10 @@ class Analyzer:
 
     def _rewrite_let(self, e: Let) -> PrimExpr:
         value = self._rewrite(e.value)
+        if isinstance(value, (IntImm, Var)):
+            # NOTE: substituted before the body is simplified, so the body's nodes count as the
+            # input's (each equals the node it came from), not as new nodes the guard checks.
+            return self._rewrite(substitute(e.body, {e.var: value}))
         old = self._bounds.var_bounds.get(e.var)
         if value.dtype.is_integer or value.dtype.is_bool:
             self._bounds.set_var_bound(e.var, self._bounds.bound(value))

@@ -18,9 +18,8 @@ from contextlib import ExitStack
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kiln.arith.rules import int_value
 from kiln.ir.visitor import Mutator
-from kiln.tir.expr import IntImm, Not, PrimExpr
+from kiln.tir.expr import IntImm, Not, PrimExpr, as_const_int
 from kiln.tir.stmt import (
     AssertStmt,
     AttrStmt,
@@ -103,7 +102,7 @@ class StmtSimplifier(Mutator):
 
     def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
         cond = self.visit(s.condition)
-        decided = int_value(cond)
+        decided = as_const_int(cond)
         if decided is not None:
             taken = s.then_case if decided else s.else_case
             return _noop() if taken is None else self.visit(taken)

@@ -26,7 +26,7 @@ from kiln.runtime import metadata_c_source
 from kiln.tir import expr as E
 from kiln.tir.attrs import PACKED_API
 from kiln.tir.function import PrimFunc
-from kiln.tir.packed_api import DimCheck, PackedAPI, PackedArg
+from kiln.tir.packed_api import CountCheck, DimCheck, PackedAPI, PackedArg
 
 DL_CODES = {
     "int": 0,
@@ -41,6 +41,23 @@ DL_CODES = {
 """DLPack type codes of kiln dtype kinds."""
 
 ENTRY_PARAMS = ("self", "args", "num_args", "result")
+COUNT_HELPER = r"""
+static int kiln_check_count(const DLTensor* t, int64_t limit, const char* fn, const char* name,
+                            const char* type) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; ++d) {
+    if (t->shape[d] == 0) return 0;
+  }
+  for (int d = 0; d < t->ndim; ++d) {
+    if (__builtin_mul_overflow(n, t->shape[d], &n)) n = INT64_MAX;
+  }
+  if (n <= limit) return 0;
+  return kiln_fail("ValueError", "%s: argument %s has %lld elements; this kernel indexes it with "
+                   "%s (at most %lld)", fn, name, (long long)n, type, (long long)limit);
+}
+"""
+"""The entry's element-count check (`CountCheck`): a tensor the kernel indexes in too narrow a
+type is refused instead of read out of bounds."""
 FIELDS = {"shape": 0, "strides": 1, "elem_offset": 2}
 
 
@@ -98,6 +115,8 @@ class CodeGenCHost(CodeGenC):
                 f"if (kiln_check_compact({tensors[i]}, {self.fn_lit(api)}, "
                 f"{c_string(api.args[i].name)}) != 0) return -1;"
             )
+        for count in api.counts:
+            self.emit_count_check(api, count, tensors[count.arg])
         where: dict[E.Var, str] = {a.param: f"argument {a.name}" for a in api.args if not a.buffer}
         for check in api.checks:
             self.emit_dim_check(api, check, tensors[check.arg], where)
@@ -174,6 +193,13 @@ class CodeGenCHost(CodeGenC):
             raise CodegenError(
                 f"{self.fn.label}: parameter {var.name!r} of type {dt} is unsupported"
             )
+
+    def emit_count_check(self, api: PackedAPI, check: CountCheck, tensor: str) -> None:
+        """The tensor must have at most ``check.limit`` elements (its kernel's index type)."""
+        helper = self.prelude.need_function("kiln_check_count", COUNT_HELPER)
+        name, dt = c_string(api.args[check.arg].name), c_string(str(check.index_dtype))
+        where = f"{self.fn_lit(api)}, {name}, {dt}"
+        self.emit(f"if ({helper}({tensor}, {check.limit}LL, {where}) != 0) return -1;")
 
     def emit_dim_check(
         self, api: PackedAPI, check: DimCheck, tensor: str, where: dict[E.Var, str]

@@ -13,17 +13,19 @@ TIR, for a target with a device (``cuda``, host ``c``):
 8. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
 9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
    store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+);
-10. `VectorizeLoop(target)` — vectorized loops annotated ``pragma_explicit_vector`` become vector
+10. `Simplify` — index arithmetic rewritten by `kiln.arith` under loop and thread bounds
+    (``(f // 64) * 1024 + (f % 64) * 16 + i`` becomes ``f * 16 + i``), values kept exactly;
+11. `VectorizeLoop(target)` — vectorized loops annotated ``pragma_explicit_vector`` become vector
     statements of the target's vector width (other vectorized loops stay loops: the C emitter
     prints them under ``#pragma omp simd``);
-11. `LowerIntrin(target)` — math builtins become C calls (or, in vectorized CPU loops,
+12. `LowerIntrin(target)` — math builtins become C calls (or, in vectorized CPU loops,
     vectorizable float32 arithmetic), floor division becomes C division;
-12. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
+13. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
     becomes a private function with ``restrict`` pointers (GCC drops ``restrict`` from what an
     OpenMP region captures). After it the emitters only print.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2 and 8-12.
+kernels -- and are left out, so its pipeline is 2 and 8-13.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from kiln.tir.transform import (
     MakePackedAPI,
     MergeSharedMemoryAllocations,
     OutlineParallelLoops,
+    Simplify,
     SplitHostDevice,
     ThreadSync,
     VectorizeLoop,
@@ -65,6 +68,7 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         ),
         MakePackedAPI(),
         LegalizeStorage(),
+        Simplify(),
         VectorizeLoop(target),
         LowerIntrin(target),
         OutlineParallelLoops(),

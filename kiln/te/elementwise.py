@@ -13,17 +13,17 @@ from typing import Any
 from kiln.errors import IRError
 from kiln.te.operation import compute
 from kiln.te.tensor import Tensor
-from kiln.tir.expr import IntImm, PrimExpr, convert
+from kiln.tir.expr import IntImm, PrimExpr, as_const_int, convert, is_const_int
 
 
 def _merge(a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     """The broadcast of two dimensions, or None if they cannot broadcast."""
-    if isinstance(a, IntImm) and a.value == 1:
+    if is_const_int(a, 1):
         return b
-    if isinstance(b, IntImm) and b.value == 1:
+    if is_const_int(b, 1):
         return a
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return a if a.value == b.value else None
+    if is_const_int(a) and is_const_int(b):
+        return a if as_const_int(a) == as_const_int(b) else None
     return a if a is b else None
 
 
@@ -63,8 +63,7 @@ def _read(operand: Any, idx: tuple[PrimExpr, ...]) -> Any:
         return operand
     own = idx[len(idx) - operand.ndim :] if operand.ndim else ()
     picks = tuple(
-        convert(0, i.dtype) if isinstance(d, IntImm) and d.value == 1 else i
-        for d, i in zip(operand.shape, own)
+        convert(0, i.dtype) if is_const_int(d, 1) else i for d, i in zip(operand.shape, own)
     )
     return operand[picks]
 

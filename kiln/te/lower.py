@@ -20,7 +20,6 @@ from kiln.ir.names import NameSupply
 from kiln.ir.visitor import pre_order_nodes
 from kiln.te.bound import infer_region, region_guards
 from kiln.te.inline import buffer_readers, effective_bodies
-from kiln.te.linear import Key, expr_key
 from kiln.te.lower_loops import StageLoops, make_stage_loops
 from kiln.te.lower_nest import allocate, build_stage
 from kiln.te.schedule import Schedule, Stage, create_schedule
@@ -41,7 +40,7 @@ class LowerState:
         self.buffers: dict[Stage, Buffer] = {}
         self.params: set[Stage] = set()
         self.loops: dict[Stage, StageLoops] = {}
-        self.loop_extents: dict[Key, PrimExpr] = {}
+        self.loop_extents: dict[Var, PrimExpr] = {}
         self.children: dict[Stage, list[Stage]] = {s: [] for s in sch.stages}
         self._names = NameSupply()
 
@@ -153,7 +152,7 @@ def _plan(state: LowerState) -> None:
         sl.guards += region_guards(state, sl)
         state.loops[stage] = sl
         for a in sl.leaves:
-            state.loop_extents[expr_key(sl.loop_vars[a])] = sl.extents[a]
+            state.loop_extents[sl.loop_vars[a]] = sl.extents[a]
         if stage not in state.params:
             shape = [ext for _, ext in sl.region]
             dtype = stage.op.output(0).dtype

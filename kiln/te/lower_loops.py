@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kiln.te.linear import ceildiv, const_value, simplify_index, to_affine
+from kiln.arith import simplify
+from kiln.arith.linear import to_linear
 from kiln.te.tensor import AxisVar, ComputeOp
-from kiln.tir.expr import FloorDiv, FloorMod, PrimExpr, Var, convert
+from kiln.tir.expr import FloorDiv, FloorMod, PrimExpr, Var, as_const_int, convert
 
 if TYPE_CHECKING:
     from kiln.te.schedule import Fuse, Split, Stage
@@ -80,7 +81,7 @@ def make_stage_loops(
     elided = {
         a
         for a in leaves
-        if const_value(extents[a]) == 1
+        if as_const_int(extents[a]) == 1
         and (a not in stage.iter_attrs or stage.iter_attrs[a].is_default)
     }
     offsets: dict[AxisVar, PrimExpr] = {
@@ -94,7 +95,7 @@ def make_stage_loops(
         for rel in stage.relations
         if isinstance(rel, Split) and not _divisible(rel, extents)
     ]
-    values = {a: simplify_index(mins[a] + offsets[a]) for a in roots}
+    values = {a: simplify(mins[a] + offsets[a]) for a in roots}
     return StageLoops(
         stage, leaves, loop_vars, extents, offsets, deps, guards, values, region, elided
     )
@@ -115,12 +116,12 @@ def _forward(rel: Split | Fuse, extents: dict[AxisVar, PrimExpr]) -> None:
             extents[rel.outer] = nparts
             extents[rel.inner] = ceildiv(ext, nparts)
     else:
-        extents[rel.fused] = simplify_index(extents[rel.outer] * extents[rel.inner])
+        extents[rel.fused] = simplify(extents[rel.outer] * extents[rel.inner])
 
 
 def _retype(value: PrimExpr, like: PrimExpr) -> PrimExpr:
     """A constant ``value`` in the index dtype of ``like``."""
-    v = const_value(value)
+    v = as_const_int(value)
     return convert(v, like.dtype) if v is not None else value
 
 
@@ -134,23 +135,33 @@ def _backward(
 
     if isinstance(rel, Split):
         value = offsets[rel.outer] * extents[rel.inner] + offsets[rel.inner]
-        offsets[rel.parent] = simplify_index(value)
+        offsets[rel.parent] = simplify(value)
         deps[rel.parent] = deps[rel.outer] | deps[rel.inner]
     else:
         fused, inner_ext = offsets[rel.fused], extents[rel.inner]
-        if const_value(extents[rel.outer]) == 1:
+        if as_const_int(extents[rel.outer]) == 1:
             offsets[rel.outer] = convert(0, fused.dtype)
         else:
-            offsets[rel.outer] = simplify_index(FloorDiv(fused, inner_ext))
-        offsets[rel.inner] = simplify_index(FloorMod(fused, inner_ext))
+            offsets[rel.outer] = simplify(FloorDiv(fused, inner_ext))
+        offsets[rel.inner] = simplify(FloorMod(fused, inner_ext))
         deps[rel.outer] = deps[rel.inner] = deps[rel.fused]
 
 
 def _divisible(rel: Split, extents: dict[AxisVar, PrimExpr]) -> bool:
     """True when the split covers its parent's extent exactly (no guard needed)."""
-    ext = to_affine(extents[rel.parent])
+    ext = to_linear(extents[rel.parent])
     if rel.factor is not None:
-        f = const_value(rel.factor)
-        return f is not None and ext.divisible_by(f)
-    n = const_value(rel.nparts) if rel.nparts is not None else None
+        f = as_const_int(rel.factor)
+        return f is not None and divides(f, ext.const, *ext.terms.values())
+    n = as_const_int(rel.nparts) if rel.nparts is not None else None
     return n is not None and ext.is_const and ext.const % n == 0
+
+
+def divides(c: int, *values: int) -> bool:
+    """True when ``c`` divides every value (the coefficients and constant of a linear form)."""
+    return all(v % c == 0 for v in values)
+
+
+def ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``ceil(a / b)`` for non-negative ``a`` and positive ``b``, simplified."""
+    return simplify(FloorDiv(a + (b - 1), b))

@@ -14,14 +14,24 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kiln.arith import simplify
+from kiln.arith.linear import to_linear
 from kiln.errors import IRError
-from kiln.te.linear import ceildiv, const_value, simplify_index, to_affine
-from kiln.te.lower_loops import Guard, StageLoops
+from kiln.te.lower_loops import Guard, StageLoops, ceildiv, divides
 from kiln.te.reduce import Reduce
 from kiln.te.rewrite import rewrite_loads
 from kiln.te.tensor import ProducerLoad
 from kiln.tir.buffer import Buffer
-from kiln.tir.expr import And, BufferLoad, IntImm, PrimExpr, Var, const, convert
+from kiln.tir.expr import (
+    And,
+    BufferLoad,
+    PrimExpr,
+    Var,
+    as_const_int,
+    const,
+    convert,
+    is_const_int,
+)
 from kiln.tir.functor import substitute
 from kiln.tir.stmt import (
     Allocate,
@@ -104,7 +114,7 @@ def lower_value(state: LowerState, sl: StageLoops, expr: PrimExpr) -> PrimExpr:
     def load(n: ProducerLoad) -> PrimExpr:
         src = state.sch.stage_map[n.producer.op]
         mins = state.region_min(src)
-        idx = tuple(simplify_index(i - m) for i, m in zip(n.indices, mins))
+        idx = tuple(simplify(i - m) for i, m in zip(n.indices, mins))
         return BufferLoad(state.buffers[src], idx)
 
     return rewrite_loads(expr, load, sl.root_values)
@@ -115,7 +125,7 @@ def _loops(stage: Stage, sl: StageLoops) -> list[Loop]:
     for a in sl.leaves:
         attr = stage.iter_attrs.get(a)
         ext = sl.extents[a]
-        if attr is not None and attr.kind is ForKind.VECTORIZED and const_value(ext) is None:
+        if attr is not None and attr.kind is ForKind.VECTORIZED and as_const_int(ext) is None:
             raise IRError(
                 f"vectorize: axis {a.name!r} of stage {stage.name!r} has extent {ext}, which is "
                 "not a constant; split it by a constant factor and vectorize the inner axis"
@@ -192,12 +202,13 @@ def _reuse_threads(
         if attr is None or attr.kind is not ForKind.THREAD_BINDING or attr.thread_tag not in outer:
             continue
         tvar, threads = outer[attr.thread_tag]
-        ext = to_affine(loop.extent)
-        if (ext - to_affine(threads)).is_const and (ext - to_affine(threads)).const == 0:
+        ext = to_linear(loop.extent)
+        diff = ext.plus(to_linear(threads), -1)
+        if diff.is_const and diff.const == 0:
             vmap[loop.var] = tvar
             loops[p] = Loop(loop.var, loop.extent, None, elided=True)
             continue
-        t = const_value(threads)
+        t = as_const_int(threads)
         if t is None:
             raise IRError(
                 f"bind: stage {stage.name!r} binds {attr.thread_tag!r} inside a loop bound to it "
@@ -205,10 +216,10 @@ def _reuse_threads(
             )
         strides = ceildiv(loop.extent, convert(t, loop.extent.dtype))
         o = Var(state.fresh_name(f"{loop.var.name}_o"), loop.var.dtype)
-        single = const_value(strides) == 1
-        vmap[loop.var] = tvar if single else simplify_index(o * convert(t, o.dtype) + tvar)
+        single = as_const_int(strides) == 1
+        vmap[loop.var] = tvar if single else simplify(o * convert(t, o.dtype) + tvar)
         loops[p] = Loop(o, strides, None, elided=single)
-        if not ext.divisible_by(t):
+        if not divides(t, ext.const, *ext.terms.values()):
             guards[p + 1].append(loop.var < loop.extent)
     return vmap
 
@@ -220,7 +231,7 @@ def _update(
     value = body.combiner.combine(BufferLoad(buf, idx), source)
     store: Stmt = BufferStore(buf, value, idx)
     cond = lower_value(state, sl, body.condition)
-    if not (isinstance(cond, IntImm) and cond.value == 1):
+    if not is_const_int(cond, 1):
         store = IfThenElse(cond, store)
     return store
 

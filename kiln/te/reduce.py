@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kiln.arith import simplify
 from kiln.errors import IRError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
@@ -54,11 +55,9 @@ def _int_expr(v: Any, name: str) -> PrimExpr:
 
 
 def _extent(lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
-    from kiln.te.linear import simplify_index
-
     if hasattr(lo, "value") and hasattr(hi, "value"):
         return convert(hi.value - lo.value, lo.dtype)  # type: ignore[attr-defined]
-    return simplify_index(hi - lo)
+    return simplify(hi - lo)
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,7 +3,9 @@
 Every expression has a ``dtype``. Python operators build nodes (``a + 1`` is ``Add``, ``a // b`` is
 ``FloorDiv``, ``a % b`` is ``FloorMod``, ``a < b`` is ``LT``); ``==`` stays identity, use
 ``a.eq(b)`` / ``a.ne(b)``. Python ints, floats and bools are converted where a dtype can be taken
-from the other operand; elsewhere a bare Python float is an error.
+from the other operand; elsewhere a bare Python float is an error. As in TVM, an operator whose
+operands are a scalar and a vector broadcasts the scalar (``Ramp(x, 1, 4) + y`` adds
+``Broadcast(y, 4)``); the node constructors themselves (``Add(a, b)``) take operands as given.
 """
 
 from __future__ import annotations
@@ -34,40 +36,40 @@ class PrimExpr(Node):
     dtype: DataType
 
     def __add__(self, o: Any) -> PrimExpr:
-        return Add(self, o)
+        return _binary(Add, self, o)
 
     def __radd__(self, o: Any) -> PrimExpr:
-        return Add(convert(o, self.dtype), self)
+        return _binary(Add, o, self)
 
     def __sub__(self, o: Any) -> PrimExpr:
-        return Sub(self, o)
+        return _binary(Sub, self, o)
 
     def __rsub__(self, o: Any) -> PrimExpr:
-        return Sub(convert(o, self.dtype), self)
+        return _binary(Sub, o, self)
 
     def __mul__(self, o: Any) -> PrimExpr:
-        return Mul(self, o)
+        return _binary(Mul, self, o)
 
     def __rmul__(self, o: Any) -> PrimExpr:
-        return Mul(convert(o, self.dtype), self)
+        return _binary(Mul, o, self)
 
     def __truediv__(self, o: Any) -> PrimExpr:
-        return Div(self, o)
+        return _binary(Div, self, o)
 
     def __rtruediv__(self, o: Any) -> PrimExpr:
-        return Div(convert(o, self.dtype), self)
+        return _binary(Div, o, self)
 
     def __floordiv__(self, o: Any) -> PrimExpr:
-        return FloorDiv(self, o)
+        return _binary(FloorDiv, self, o)
 
     def __rfloordiv__(self, o: Any) -> PrimExpr:
-        return FloorDiv(convert(o, self.dtype), self)
+        return _binary(FloorDiv, o, self)
 
     def __mod__(self, o: Any) -> PrimExpr:
-        return FloorMod(self, o)
+        return _binary(FloorMod, self, o)
 
     def __rmod__(self, o: Any) -> PrimExpr:
-        return FloorMod(convert(o, self.dtype), self)
+        return _binary(FloorMod, o, self)
 
     def __neg__(self) -> PrimExpr:
         if self.dtype.is_uint:  # NOTE: -x of an unsigned value wraps: write it as 0 - x
@@ -75,22 +77,22 @@ class PrimExpr(Node):
         return Mul(self, convert(-1, self.dtype))
 
     def __lt__(self, o: Any) -> PrimExpr:
-        return LT(self, o)
+        return _binary(LT, self, o)
 
     def __le__(self, o: Any) -> PrimExpr:
-        return LE(self, o)
+        return _binary(LE, self, o)
 
     def __gt__(self, o: Any) -> PrimExpr:
-        return GT(self, o)
+        return _binary(GT, self, o)
 
     def __ge__(self, o: Any) -> PrimExpr:
-        return GE(self, o)
+        return _binary(GE, self, o)
 
     def __and__(self, o: Any) -> PrimExpr:
-        return And(self, o) if self.dtype.is_bool else _bitwise("bitwise_and", self, o)
+        return _binary(And, self, o) if self.dtype.is_bool else _bitwise("bitwise_and", self, o)
 
     def __or__(self, o: Any) -> PrimExpr:
-        return Or(self, o) if self.dtype.is_bool else _bitwise("bitwise_or", self, o)
+        return _binary(Or, self, o) if self.dtype.is_bool else _bitwise("bitwise_or", self, o)
 
     def __xor__(self, o: Any) -> PrimExpr:
         return _bitwise("bitwise_xor", self, o)
@@ -108,10 +110,10 @@ class PrimExpr(Node):
 
     def eq(self, o: Any) -> PrimExpr:
         """``self == o`` as an IR node (Python ``==`` is identity)."""
-        return EQ(self, o)
+        return _binary(EQ, self, o)
 
     def ne(self, o: Any) -> PrimExpr:
-        return NE(self, o)
+        return _binary(NE, self, o)
 
     def astype(self, dtype: str | DataType) -> PrimExpr:
         dt = DataType.parse(dtype)
@@ -124,8 +126,25 @@ class PrimExpr(Node):
         )
 
 
+def _operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    """The operands of a Python operator: a Python number takes the other operand's element
+    type, and a scalar meeting a vector is broadcast to its lanes (``Ramp(x, 1, 4) + y``)."""
+    if not isinstance(a, PrimExpr):
+        a = convert(a, b.dtype.element_of())
+    if not isinstance(b, PrimExpr):
+        b = convert(b, a.dtype.element_of())
+    la, lb = a.dtype.lanes, b.dtype.lanes
+    if la != lb and 1 in (la, lb):
+        return (Broadcast(a, lb), b) if la == 1 else (a, Broadcast(b, la))
+    return a, b
+
+
+def _binary(cls: type, a: Any, b: Any) -> PrimExpr:
+    return cls(*_operands(a, b))
+
+
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
-    b = convert(b, a.dtype)
+    a, b = _operands(a, b)
     return Call(a.dtype, Op.get(f"tir.{name}"), (a, b))
 
 

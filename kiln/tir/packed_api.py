@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kiln.ir.dtype import DataType
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import PrimExpr, Var
 
@@ -34,6 +35,20 @@ class DimCheck:
 
 
 @dataclass(frozen=True)
+class CountCheck:
+    """``args[arg]`` may hold at most ``max(index_dtype)`` elements: the kernel computes its flat
+    indices in ``index_dtype`` and its declared shape does not bound the count below that."""
+
+    arg: int
+    index_dtype: DataType
+
+    @property
+    def limit(self) -> int:
+        """The largest element count the kernel can index."""
+        return (1 << (self.index_dtype.bits - 1)) - 1
+
+
+@dataclass(frozen=True)
 class PackedAPI:
     """The entry plan of one exposed function (see `MakePackedAPI`)."""
 
@@ -42,6 +57,7 @@ class PackedAPI:
     compact: tuple[int, ...]
     checks: tuple[DimCheck, ...]
     dims: tuple[Var, ...]
+    counts: tuple[CountCheck, ...] = ()
 
     @property
     def typed_params(self) -> tuple[Var, ...]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kiln.arith import simplify
 from kiln.errors import IRError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
-from kiln.te.linear import const_value
-from kiln.tir.expr import IntImm, PrimExpr, const
+from kiln.tir.expr import IntImm, PrimExpr, as_const_int, const
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
 """Float dtypes the float-only operators accept (math that C computes in float / double)."""
@@ -23,14 +23,11 @@ NUMERIC_KINDS = ("int", "uint", "float")
 
 
 def const_int(e: Any) -> int | None:
-    """The value of an integer constant expression (or Python int), else None."""
-    if isinstance(e, bool):
-        return None
-    if isinstance(e, int):
-        return e
-    if isinstance(e, PrimExpr):
-        return const_value(e)
-    return None
+    """The value of an integer constant expression (or Python int), else None: `as_const_int`
+    of the expression `kiln.arith` folds it to (``4 * 8`` is 32)."""
+    if isinstance(e, PrimExpr) and not isinstance(e, IntImm) and e.dtype.is_integer:
+        e = simplify(e)
+    return as_const_int(e)
 
 
 def const_shape(op: str, t: Tensor) -> tuple[int, ...]:

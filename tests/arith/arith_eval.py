@@ -8,6 +8,7 @@ instead of comparing against a wrapped value. Division follows C (`Div`/`Mod` tr
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -41,6 +42,8 @@ from kiln.tir import (
     Sub,
     Var,
 )
+from kiln.tir.expr import int_range
+from kiln.tir.functor import substitute
 
 
 class Overflow(Exception):
@@ -159,29 +162,53 @@ def make_vars(dtype: str = "int32") -> tuple[Var, ...]:
     return (Var("x", dtype), Var("y", dtype), SizeVar("n", dtype))
 
 
-_LO = st.integers(-20, 20)
-_WIDTH = st.integers(0, 20)
-_RAW = st.integers(0, 1 << 16)
-_TELL = st.integers(0, 3)
+_SEED = st.integers(0, (1 << 64) - 1)
+
+
+def _near_limits(bits: int) -> list[int]:
+    """Values around the ends of a signed ``bits``-bit range and around half of it."""
+    top = 1 << (bits - 1)
+    return [top - 1, -top, top // 2, -(top // 2), top // 4 * 3, -(top // 4 * 3)]
 
 
 @st.composite
-def cases(draw: Any, variables: tuple[Var, ...], n_points: int = 4) -> Case:
-    """Random bounds (about one variable in four left unbounded) and points inside them."""
+def cases(draw: Any, variables: tuple[Var, ...], n_points: int = 4, near: bool = False) -> Case:
+    """Random bounds (about one variable in four left unbounded) and points inside them.
+
+    With ``near``, about half the variables get bounds around ``+-2**(bits-2)`` and
+    ``+-2**(bits-1)`` (the ends of the dtype), the rest small ones.
+    NOTE: one drawn seed drives a `random.Random`: drawing every bound and point through
+    hypothesis cost most of the tests' time, and shrinking them helps little.
+    """
+    return make_case(random.Random(draw(_SEED)), variables, n_points, near)
+
+
+def make_case(rnd: random.Random, variables: tuple[Var, ...], n_points: int, near: bool) -> Case:
+    """The `Case` of `cases`, drawn from ``rnd``."""
+    bits = variables[0].dtype.bits
+    lo_min, hi_max = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     bounds: dict[Var, tuple[int, int]] = {}
     ranges: dict[Var, tuple[int, int]] = {}
     for v in variables:
-        lo = draw(_LO)
-        lo = abs(lo) if isinstance(v, SizeVar) else lo
-        hi = lo + draw(_WIDTH)
+        if near and rnd.random() < 0.5:
+            lo = rnd.choice(_near_limits(bits)) + rnd.randint(-64, 64)
+            lo = min(max(lo, 0 if isinstance(v, SizeVar) else lo_min), hi_max)
+            hi = min(lo + rnd.randint(0, rnd.choice((64, 1 << 20))), hi_max)
+        else:
+            lo = rnd.randint(-20, 20)
+            lo = abs(lo) if isinstance(v, SizeVar) else lo
+            hi = lo + rnd.randint(0, 20)
         ranges[v] = (lo, hi)
-        if draw(_TELL):
+        if rnd.random() < 0.75:
             bounds[v] = (lo, hi)
-    points = [
-        {v: lo + draw(_RAW) % (hi - lo + 1) for v, (lo, hi) in ranges.items()}
-        for _ in range(n_points)
-    ]
+    points = [{v: _point(rnd, lo, hi) for v, (lo, hi) in ranges.items()} for _ in range(n_points)]
     return Case(bounds, points)
+
+
+def _point(rnd: random.Random, lo: int, hi: int) -> int:
+    """A value in ``[lo, hi]``: an end one time in four, else uniform."""
+    pick = rnd.random()
+    return lo if pick < 0.125 else hi if pick < 0.25 else rnd.randint(lo, hi)
 
 
 _CONSTS = st.integers(-12, 12)
@@ -239,3 +266,82 @@ def bool_exprs(variables: tuple[Var, ...], depth: int = 3) -> st.SearchStrategy[
         st.builds(And, sub, sub),
         st.builds(Or, sub, sub),
     )
+
+
+# -- near the limits ------------------------------------------------------------------------------
+# NOTE: expressions near the limits are drawn from a `random.Random` seeded by hypothesis (one
+# draw per example), not built by strategies: that is several times faster, which buys the
+# number of cases; a failure prints the expression, the bounds and the point.
+
+_NEAR_CONSTS = (31, -31, 127, 128, 1000, 65536)
+_NEAR_DIVISORS = (-128, -7, -3, -1, 1, 2, 3, 4, 8, 16, 128, 65536, 1 << 30)
+_OPS = (Add, Sub, Mul, Min, Max)
+_DIV_OPS = (FloorDiv, FloorMod, Div, Mod)
+_CMP_OPS = (EQ, NE, LT, LE, GT, GE)
+
+
+class _NearGen:
+    """Expressions like `int_exprs` / `bool_exprs`, with constants near the dtype's ends."""
+
+    def __init__(self, rnd: random.Random, variables: tuple[Var, ...]) -> None:
+        self.rnd, self.vars, self.dtype = rnd, variables, variables[0].dtype
+        self.lo, self.hi = int_range(self.dtype)
+
+    def const(self) -> IntImm:
+        r, rnd = self.rnd.random(), self.rnd
+        if r < 0.5:
+            v = rnd.randint(-12, 12)
+        elif r < 0.75:
+            v = rnd.choice(_near_limits(self.dtype.bits)) + rnd.randint(-64, 64)
+        else:
+            v = rnd.choice(_NEAR_CONSTS)
+        return IntImm(self.dtype, min(max(v, self.lo), self.hi))
+
+    def int(self, depth: int) -> PrimExpr:
+        r = self.rnd.random()
+        if depth == 0 or r < 0.2:
+            return self.rnd.choice(self.vars) if self.rnd.random() < 0.6 else self.const()
+        if r < 0.6:
+            return self.rnd.choice(_OPS)(self.int(depth - 1), self.int(depth - 1))
+        if r < 0.85:
+            return self.rnd.choice(_DIV_OPS)(self.int(depth - 1), self.divisor(depth - 1))
+        return Select(self.bool(depth - 1), self.int(depth - 1), self.int(depth - 1))
+
+    def divisor(self, depth: int) -> PrimExpr:
+        r = self.rnd.random()
+        if r < 0.6:
+            return IntImm(self.dtype, self.rnd.choice(_NEAR_DIVISORS))
+        inner = self.int(min(depth, 2))
+        return Max(inner, IntImm(self.dtype, 1)) if r < 0.8 else Min(inner, IntImm(self.dtype, -1))
+
+    def bool(self, depth: int) -> PrimExpr:
+        r = self.rnd.random()
+        if depth <= 1 or r < 0.4:
+            sub = max(depth - 1, 0)
+            return self.rnd.choice(_CMP_OPS)(self.int(sub), self.int(sub))
+        if r < 0.6:
+            return Not(self.bool(depth - 1))
+        return (And if r < 0.8 else Or)(self.bool(depth - 1), self.bool(depth - 1))
+
+
+def _near_case(variables: tuple[Var, ...], boolean: bool, seed: int) -> tuple[PrimExpr, Case]:
+    rnd = random.Random(seed)
+    case = make_case(rnd, variables, 4, near=True)
+    gen = _NearGen(rnd, variables)
+    e = gen.bool(3) if boolean else gen.int(4)
+    shift: dict[Var, PrimExpr] = {}
+    for v in variables:  # v - k with k near v's lower end: big values, small differences
+        if rnd.random() < 0.5:
+            lo = case.bounds[v][0] if v in case.bounds else case.points[0][v]
+            k = min(max(lo + rnd.randint(-8, 8), gen.lo), gen.hi)
+            shift[v] = Sub(v, IntImm(gen.dtype, k))
+    return (substitute(e, shift) if shift else e), case
+
+
+def near_limit_cases(
+    variables: tuple[Var, ...], boolean: bool = False
+) -> st.SearchStrategy[tuple[PrimExpr, Case]]:
+    """(expression, case) pairs near the limits: bounds and constants around ``+-2**(bits-2)``
+    and ``+-2**(bits-1)``, variables often shifted by a constant near their lower bound (the
+    shape in which a rearrangement such as ``v*c - k*c`` overflows where the input does not)."""
+    return _SEED.map(lambda seed: _near_case(variables, boolean, seed))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from arith_eval import show
+from arith_eval import evaluate, show
 
 from kiln.arith import Analyzer, simplify
 from kiln.ir import structural_equal
@@ -145,14 +145,29 @@ def test_floats_are_left_alone() -> None:
 
 
 def test_like_terms_collect() -> None:
+    check(x - (x + y), -y)
     check(x * 2 + y + x * 3 - y, x * 5)
-    check((x + 3) + (y + 4) - 2, x + y + 5)
-    check((x + 1) * 2, x * 2 + 2)
+    check((x + 3) + (y + 4) - 2, x + y + 5, {x: (-1000, 1000), y: (-1000, 1000)})
+    # NOTE: unbounded, ``x + y`` overflows at x = -2**31, y = -1, where the input does not
+    unchanged((x + 3) + (y + 4) - 2)
+    check((x + 1) * 2, x * 2 + 2, {x: (-1000, 1000)})
+    unchanged((x + 1) * 2)  # ``x * 2`` overflows at x = -2**30 - 1, where the input is -2**31
     check(c(2) * x + x, x * 3)
     check(x - (x - y), y)
     check(c(10) - x, c(10) - x)
     check(c(0) - x, x * -1)
     check(FloorDiv(x, 4) + y - FloorDiv(x, 4), y)
+
+
+def test_index_arithmetic_of_split_loops() -> None:
+    io, ii = Var("io"), Var("ii")
+    check(io * 4 + ii - io * 4, ii)
+    check((io * 4 + ii) - (ii + 3), io * 4 - 3)  # io * 4 is a node of the input: no new overflow
+    check(c(7) * 3 - 1, 20)
+    check(FloorDiv(io * 8 + ii, 4), io * 2 + FloorDiv(ii, 4))
+    check(FloorMod(io * 8 + ii + 5, 4), FloorMod(ii + 1, 4), {ii: (0, 7)})
+    unchanged(FloorMod(io * 8 + ii + 5, 4))  # ii + 1 overflows at ii = 2**31 - 1, io = -2**28
+    check(Min(io + 2, io + 5), io + 2)
 
 
 def test_like_terms_in_int64() -> None:
@@ -185,6 +200,14 @@ def test_floordiv_floormod_split_by_bounds() -> None:
     check(FloorDiv(x * 4 + j, 4), x, vb)  # floor semantics: no sign condition on x
 
 
+def test_nested_quotient_remainder_pairs_recombine() -> None:
+    o, ii = Var("o"), Var("ii")
+    vb = {o: (0, 1023), ii: (0, 15)}
+    # the store index of a fused 4-D transpose: (o // 256, o // 16 % 16, o % 16, ii)
+    index = FloorDiv(o, 256) * 4096 + FloorMod(FloorDiv(o, 16), 16) * 256 + FloorMod(o, 16) * 16
+    check(index + ii, o * 16 + ii, vb)
+
+
 def test_floordiv_split_without_bounds() -> None:
     check(FloorDiv(x * 4 + y, 4), x + FloorDiv(y, 4))
     check(FloorMod(x * 4 + y, 4), FloorMod(y, 4))
@@ -204,6 +227,21 @@ def test_division_common_factor() -> None:
     check(FloorDiv(x * 6 + 4, 8), FloorDiv(x * 3 + 2, 4))
     check(FloorMod(x * 6, 8), FloorMod(x * 3, 4) * 2)
     check(FloorDiv(x * 4, 2), x * 2)
+
+
+def test_division_common_factor_with_a_remainder() -> None:
+    # floor(8x + 7 / 16) == floor(x / 2): the 7 never carries into the factor 8
+    check(FloorDiv(x * 8 + 7, 16), FloorDiv(x, 2))
+    check(FloorDiv(x * 8 + 7, 8), x)
+    check(FloorMod(x * 8 + 7, 16), FloorMod(x, 2) * 8 + 7)
+    check(FloorDiv(x * 8 + y * 4 + 9, 16), FloorDiv(x * 2 + y + 2, 4))
+    check(Div(x * 8 + 7, 16), Div(x, 2), {x: (0, 1000)})
+    check(Mod(x * 8 + 7, 16), Mod(x, 2) * 8 + 7, {x: (0, 1000)})
+    check(FloorDiv(x * 2 + FloorDiv(i, 8), 32), FloorDiv(x, 16), {i: (0, 15)})
+    check(FloorMod(x * 2 + FloorDiv(i, 8), 32), FloorMod(x, 16) * 2 + FloorDiv(i, 8), {i: (0, 15)})
+    unchanged(FloorDiv(x * 2 + FloorDiv(i, 8), 32), {i: (0, 16)})  # i // 8 may be 2: carries
+    unchanged(Div(x * 8 + 7, 16))  # truncating, x = -2: -9 / 16 is 0 but -2 / 2 is -1
+    unchanged(Mod(x * 8 + 7, 16))
 
 
 def test_floordiv_by_bounded_expression() -> None:
@@ -240,6 +278,18 @@ def test_trunc_exact_and_small() -> None:
 def test_negative_divisors_only_fold() -> None:
     unchanged(FloorDiv(x * 4 + y, c(-4)))
     check(FloorDiv(x, c(-4)), 0, {x: (-3, 0)})
+
+
+def test_rewrites_never_introduce_an_overflow() -> None:
+    v = Var("v")
+    near = {v: (2**30, 2**30 + 63)}
+    e = Max(c(0), FloorDiv((v - 2**30) * -31, 128) * -1)
+    got = simplify(e, near)
+    assert evaluate(got, {v: 2**30 + 40}) == evaluate(e, {v: 2**30 + 40}) == 10
+    # the linear form v*-31 + 31*2**30 overflows for every v in the bounds: not used
+    unchanged((v - 2**30) * -31, near)
+    unchanged((v - 2**30) + (v - 2**30), near)  # v*2 - 2**31: the constant does not fit
+    check(FloorDiv(x + 5, 4), FloorDiv(x + 1, 4) + 1)  # x + 1 == (x + 5) - 4 cannot overflow
 
 
 # -- min / max ----------------------------------------------------------------------------------
@@ -287,7 +337,8 @@ def test_comparisons_canonical_form() -> None:
     check(x * 4 <= 10, x <= 2)
     check(LE(x, y - 1), x < y)
     check(GT(x + 1, y), GE(x, y))
-    check(GE(c(3), x - y), x <= y + 3)
+    check(GE(c(3), x - y), x <= y + 3, {y: (-1000, 1000)})
+    unchanged(GE(c(3), x - y))  # ``y + 3`` would overflow at y = 2**31 - 1
     check(EQ(x * 2 + 4, y * 2), EQ(x, y - 2))
     unchanged(x < y)
     unchanged(GE(x, y))
@@ -324,6 +375,19 @@ def test_comparisons_of_one_expression_combine() -> None:
     check(And(x <= 3, x >= 3), EQ(x, c(3)))
     unchanged(And(x >= 0, x < 10))
     unchanged(Or(x < 0, x > 10))
+
+
+def test_equal_and_not_equal_combine() -> None:
+    check(And(EQ(x, y), NE(x, y)), FALSE)
+    check(And(EQ(x, y), NE(y, x)), FALSE)
+    check(Or(EQ(x, y), NE(y, x)), TRUE)
+    check(Or(NE(x, c(3)), NE(x, c(4))), TRUE)
+    check(And(NE(x, c(3)), x < 2), x < 2)
+    check(And(NE(x, c(3)), x <= 3), x <= 2)
+    check(And(NE(x, c(3)), EQ(x, c(3))), FALSE)
+    check(Or(NE(x, c(3)), x < 5), TRUE)
+    check(Or(NE(x, c(3)), x > 5), NE(x, c(3)))
+    unchanged(And(NE(x, c(3)), x < 5))
 
 
 def test_not_of_float_comparison_stays() -> None:

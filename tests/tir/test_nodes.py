@@ -4,7 +4,7 @@ import pytest
 
 from kiln import tir
 from kiln.errors import IRError, KilnError
-from kiln.ir import GlobalVar
+from kiln.ir import GlobalVar, assert_structural_equal
 from tests.tir.builders import caller_module, matmul_relu
 
 
@@ -37,6 +37,25 @@ def test_python_float_without_dtype_is_an_error():
 def test_mismatched_dtypes_are_rejected():
     with pytest.raises(IRError, match="operand dtypes differ"):
         tir.Add(tir.Var("a", "int32"), tir.Var("b", "int64"))
+
+
+def test_operators_broadcast_a_scalar_to_a_vector():
+    x, y = tir.Var("x"), tir.Var("y")
+    ramp = tir.Ramp(x, 1, 4)
+    for got, want in [
+        (ramp + y, tir.Add(ramp, tir.Broadcast(y, 4))),
+        (y * ramp, tir.Mul(tir.Broadcast(y, 4), ramp)),
+        (2 - ramp, tir.Sub(tir.Broadcast(tir.const(2), 4), ramp)),
+        (ramp < 3, tir.LT(ramp, tir.Broadcast(tir.const(3), 4))),
+        (ramp.eq(y), tir.EQ(ramp, tir.Broadcast(y, 4))),
+    ]:
+        assert_structural_equal(got, want)
+    f = tir.Var("f", "float32x8")
+    assert (f * 0.5).b.dtype == "float32x8" and isinstance((f * 0.5).b, tir.Broadcast)
+    with pytest.raises(IRError, match="operand dtypes differ"):
+        ramp + tir.Ramp(x, 1, 8)  # two vectors of different lanes stay an error
+    with pytest.raises(IRError, match="operand dtypes differ"):
+        tir.Add(ramp, y)  # constructors store what they are given
 
 
 def test_buffer_index_count_must_match_rank():

@@ -93,7 +93,12 @@ def test_kernels_bind_blocks_and_threads(name: str) -> None:
     mod, _, _, _ = _build(CASES[name])
     src = _device_source(mod)
     assert "__global__" in src
-    assert "blockIdx.x" in src and "threadIdx.x" in src
+    assert "threadIdx.x" in src
+    # NOTE: sum_axis launches one block of 256 threads: blockIdx.x is always 0, and the
+    # Simplify pass folds it away
+    assert "blockIdx.x" in src or "kiln_cuda_launch(&kiln_cuda_kernels, 0, (int64_t)(1), 1, 1" in (
+        mod.inspect_source()
+    )
 
 
 def test_matmul_tiles_are_two_dimensional() -> None:

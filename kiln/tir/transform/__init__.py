@@ -9,6 +9,7 @@ from kiln.tir.transform.lower_intrin import LowerIntrin
 from kiln.tir.transform.make_packed_api import DimCheck, MakePackedAPI, PackedAPI, PackedArg
 from kiln.tir.transform.merge_shared_memory import MergeSharedMemoryAllocations
 from kiln.tir.transform.outline_parallel import OutlineParallelLoops
+from kiln.tir.transform.simplify import Simplify
 from kiln.tir.transform.split_host_device import SplitHostDevice
 from kiln.tir.transform.thread_sync import ThreadSync
 from kiln.tir.transform.vectorize_loop import VectorizeLoop
@@ -26,6 +27,7 @@ __all__ = [
     "OutlineParallelLoops",
     "PackedAPI",
     "PackedArg",
+    "Simplify",
     "SplitHostDevice",
     "ThreadSync",
     "VectorizeLoop",

@@ -8,8 +8,11 @@ strides computed from its shape. A vector (`Ramp`) index in the last dimension s
 `DeclBuffer` statements declare the flat buffer. Parameter buffer maps keep their N-D buffers:
 they describe the arguments (MakePackedAPI checks shapes from them).
 
-Index arithmetic is folded where it is constant (``i * 1``, ``0 + j``, ``4 * 8``); the index type
-is int64 when any index, dimension or stride is int64, or when a constant size needs it.
+The flat index is simplified by `kiln.arith` (``i * 1``, ``0 + j``, ``4 * 8`` fold). Its type is
+`kiln.tir.analysis.buffer_index.flat_index_dtype`: int64 when any dimension, stride or offset is
+int64, or when the buffer may hold more than ``2**31 - 1`` elements (a constant size, or
+symbolic dimensions whose product may pass it); an int64 index is int64 too. Narrower indices are
+cast to it before they are multiplied, so no intermediate of the flat index overflows.
 """
 
 from __future__ import annotations
@@ -17,19 +20,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from kiln.arith import simplify
 from kiln.errors import PassError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
 from kiln.ir.visitor import Mutator
+from kiln.tir.analysis.buffer_index import INT64, flat_index_dtype, is_flat
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Add, Broadcast, BufferLoad, Cast, IntImm, Mul, PrimExpr, Ramp
 from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.stmt import BufferStore, DeclBuffer
-
-INT32 = DataType("int", 32)
-INT64 = DataType("int", 64)
 
 
 @dataclass(frozen=True)
@@ -55,24 +57,43 @@ class _Flattener(Mutator):
             raise PassError(
                 "flatten-buffer", f"buffer {buf.name!r} has axis_separators, unsupported"
             )
-        offset = buf.elem_offset
-        if len(buf.shape) == 1 and not buf.strides and (offset is None or _const(offset) == 0):
+        if is_flat(buf):
             self.flat[buf] = buf
             return buf
-        dt = _index_dtype(buf, ())
+        dt = flat_index_dtype(buf)
         size: PrimExpr = IntImm(dt, 1)
         for dim in buf.shape:
-            size = _mul(size, _as(dim, dt))
-        flat = replace(buf, shape=(size,), strides=(), elem_offset=None, axis_separators=())
+            size = size * _as(dim, dt)
+        flat = replace(
+            buf, shape=(simplify(size),), strides=(), elem_offset=None, axis_separators=()
+        )
         self.flat[buf] = flat
         return flat
 
     def flat_index(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
-        dt = _index_dtype(buf, indices)
+        dt = flat_index_dtype(buf)
+        if any(i.dtype.bits == 64 for i in indices):
+            dt = INT64
         strides = [_as(s, dt) for s in buf.strides] or _row_major(buf.shape, dt)
-        index: PrimExpr = _as(buf.elem_offset, dt) if buf.elem_offset is not None else IntImm(dt, 0)
-        for i, stride in zip(indices, strides):
-            index = _add(index, _mul(_as(i, dt), stride))
+        scalar: PrimExpr = (
+            _as(buf.elem_offset, dt) if buf.elem_offset is not None else IntImm(dt, 0)
+        )
+        vector: list[PrimExpr] = []
+        ramp: Ramp | None = None
+        for k, (i, stride) in enumerate(zip(indices, strides)):
+            if isinstance(i, Ramp) and k == len(indices) - 1:
+                ramp = i
+                scalar = scalar + _as(i.base, dt) * stride
+            elif i.dtype.lanes == 1:
+                scalar = scalar + _as(i, dt) * stride
+            else:
+                vector.append(_times(_as(i, dt), stride))
+        index = simplify(scalar)
+        if ramp is not None:
+            index = Ramp(index, simplify(_as(ramp.stride, dt) * strides[-1]), ramp.lanes)
+        for v in vector:  # NOTE: a gather index (not a ramp) is added lane-wise, unsimplified
+            lanes = max(index.dtype.lanes, v.dtype.lanes)
+            index = Add(_lanes(index, lanes), _lanes(v, lanes))
         return index
 
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
@@ -101,30 +122,13 @@ class _Flattener(Mutator):
         return DeclBuffer(flat, body, s.span)
 
 
-def _index_dtype(buf: Buffer, indices: tuple[PrimExpr, ...]) -> DataType:
-    parts = [*buf.shape, *buf.strides, *indices]
-    if buf.elem_offset is not None:
-        parts.append(buf.elem_offset)
-    if any(p.dtype.bits == 64 for p in parts):
-        return INT64
-    total = 1
-    for dim in buf.shape:
-        c = _const(dim)
-        total *= c if c is not None else 1
-    return INT64 if total >= 2**31 else INT32
-
-
 def _row_major(shape: tuple[PrimExpr, ...], dt: DataType) -> list[PrimExpr]:
     strides: list[PrimExpr] = []
     acc: PrimExpr = IntImm(dt, 1)
     for dim in reversed(shape):
-        strides.append(acc)
-        acc = _mul(acc, _as(dim, dt))
+        strides.append(simplify(acc))
+        acc = acc * _as(dim, dt)
     return strides[::-1]
-
-
-def _const(e: PrimExpr) -> int | None:
-    return e.value if isinstance(e, IntImm) and e.dtype.lanes == 1 else None
 
 
 def _as(e: PrimExpr, dt: DataType) -> PrimExpr:
@@ -142,31 +146,5 @@ def _lanes(e: PrimExpr, lanes: int) -> PrimExpr:
     return e if e.dtype.lanes == lanes else Broadcast(e, lanes)
 
 
-def _add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    ca, cb = _const(a), _const(b)
-    if ca is not None and cb is not None:
-        return IntImm(a.dtype, ca + cb)
-    if ca == 0:
-        return b
-    if cb == 0:
-        return a
-    if isinstance(b, Ramp) and a.dtype.lanes == 1:
-        return Ramp(_add(a, b.base), b.stride, b.lanes)
-    if isinstance(a, Ramp) and b.dtype.lanes == 1:
-        return Ramp(_add(a.base, b), a.stride, a.lanes)
-    lanes = max(a.dtype.lanes, b.dtype.lanes)
-    return Add(_lanes(a, lanes), _lanes(b, lanes))
-
-
-def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    ca, cb = _const(a), _const(b)
-    if ca is not None and cb is not None:
-        return IntImm(a.dtype, ca * cb)
-    if ca == 1:
-        return b
-    if cb == 1:
-        return a
-    if isinstance(a, Ramp) and b.dtype.lanes == 1:
-        return Ramp(_mul(a.base, b), _mul(a.stride, b), a.lanes)
-    lanes = max(a.dtype.lanes, b.dtype.lanes)
-    return Mul(_lanes(a, lanes), _lanes(b, lanes))
+def _times(v: PrimExpr, stride: PrimExpr) -> PrimExpr:
+    return Mul(v, _lanes(stride, v.dtype.lanes))

@@ -10,8 +10,11 @@ Postcondition, for every PrimFunc:
   ``kiln.packed_api``: a `PackedAPI` that lists, in order, what the tvm-ffi entry
   ``__tvm_ffi_<global_symbol>`` must check before it calls the typed function: argument count;
   per argument its kind (tensor or scalar), dtype, ndim, device and non-null data; compact
-  row-major strides where the buffer declares none; then every shape dimension (constant: equal;
-  first sight of a variable: bind it; later sights and expressions: equal to the bound value).
+  row-major strides where the buffer declares none; the element count of a tensor whose declared
+  shape does not keep it within the type its flat indices are computed in
+  (`kiln.tir.analysis.buffer_index`: a 1-D ``(n * m,)`` buffer indexed in int32); then every
+  shape dimension (constant: equal; first sight of a variable: bind it; later sights and
+  expressions: equal to the bound value).
 - a private function whose buffers have symbolic shapes no parameter provides is an error (its
   callers could not pass the dimensions).
 
@@ -28,12 +31,13 @@ from kiln.errors import PassError
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
+from kiln.tir.analysis.buffer_index import flat_index_dtype, needs_count_check
 from kiln.tir.analysis.vars import used_vars
 from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH, PACKED_API
 from kiln.tir.buffer import Buffer
-from kiln.tir.expr import IntImm, PrimExpr, Var
+from kiln.tir.expr import IntImm, PrimExpr, Var, is_const_int
 from kiln.tir.function import EMPTY_MAP, PrimFunc, PrimFuncPass
-from kiln.tir.packed_api import DimCheck, PackedAPI, PackedArg
+from kiln.tir.packed_api import CountCheck, DimCheck, PackedAPI, PackedArg
 
 PASS = "make-packed-api"
 
@@ -107,7 +111,7 @@ def _plan(symbol: str, args: tuple[PackedArg, ...], label: str) -> PackedAPI:
             compact.append(i)
         entries = [("shape", k, d) for k, d in enumerate(buf.shape)]
         entries += [("strides", k, s) for k, s in enumerate(buf.strides)]
-        if buf.elem_offset is not None and not _is_zero(buf.elem_offset):
+        if buf.elem_offset is not None and not is_const_int(buf.elem_offset, 0):
             entries.append(("elem_offset", 0, buf.elem_offset))
         for field, axis, value in entries:
             if isinstance(value, Var) and value not in bound:
@@ -127,8 +131,9 @@ def _plan(symbol: str, args: tuple[PackedArg, ...], label: str) -> PackedAPI:
                 f"arguments: {args[check.arg].name}.{check.field}[{check.axis}] is an "
                 "expression; declare the variable as a plain dimension or a scalar parameter",
             )
-    return PackedAPI(symbol, args, tuple(compact), tuple(checks + deferred), tuple(dims))
-
-
-def _is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
+    counts = tuple(
+        CountCheck(i, flat_index_dtype(a.buffer))
+        for i, a in enumerate(args)
+        if a.buffer is not None and needs_count_check(a.buffer)
+    )
+    return PackedAPI(symbol, args, tuple(compact), tuple(checks + deferred), tuple(dims), counts)

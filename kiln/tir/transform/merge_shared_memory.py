@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from kiln.arith import simplify
 from kiln.errors import PassError
 from kiln.ir.dtype import bool_, int32
 from kiln.ir.function import GlobalVar
@@ -41,7 +42,17 @@ from kiln.tir.analysis.device import allocation_bytes, is_device_region, is_sync
 from kiln.tir.analysis.vars import defined_vars, free_vars
 from kiln.tir.attrs import VOLATILE
 from kiln.tir.buffer import Buffer, decl_buffer
-from kiln.tir.expr import BufferLoad, Call, FloorDiv, IntImm, PrimExpr, Ramp, Var
+from kiln.tir.expr import (
+    BufferLoad,
+    Call,
+    FloorDiv,
+    IntImm,
+    PrimExpr,
+    Ramp,
+    Var,
+    convert,
+    is_const_int,
+)
 from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.stmt import (
     Allocate,
@@ -218,24 +229,21 @@ def _plan(allocs: list[Allocate], live: _Liveness) -> tuple[dict[Var, Any], Prim
         if a.buffer_var not in offsets:
             offsets[a.buffer_var] = start = _round_up(total, _align(a))
             total = _add(start, allocation_bytes(a))
-    return offsets, _as_expr(total, int32)
+    return offsets, convert(total, int32)
 
 
 def _round_up(x: Any, align: int) -> Any:
+    """``x`` (an int or an expression) rounded up to a multiple of ``align``."""
     if isinstance(x, int):
-        return (x + align - 1) // align * align
-    return FloorDiv(x + (align - 1), IntImm(x.dtype, align)) * align
+        return -(-x // align) * align
+    return simplify(FloorDiv(x + (align - 1), IntImm(x.dtype, align)) * align)
 
 
 def _add(a: Any, b: PrimExpr) -> PrimExpr:
-    a = _as_expr(a, b.dtype)
-    if a.dtype.bits < b.dtype.bits:
-        a = a.astype(b.dtype)
-    return a + (b if b.dtype == a.dtype else b.astype(a.dtype))
-
-
-def _as_expr(x: Any, dtype: Any) -> PrimExpr:
-    return IntImm(dtype, x) if isinstance(x, int) else x
+    """``a + b`` in the wider of their dtypes, simplified."""
+    a = convert(a, b.dtype)
+    wide = a.dtype if a.dtype.bits >= b.dtype.bits else b.dtype
+    return simplify(a.astype(wide) + b.astype(wide))
 
 
 class _Rewrite(Mutator):
@@ -323,13 +331,8 @@ class _Rewrite(Mutator):
 
 
 def _add_index(index: PrimExpr, off: PrimExpr) -> PrimExpr:
-    """``index + off``, folded when ``off`` is 0 or both are constants."""
-    if isinstance(off, IntImm):
-        if off.value == 0:
-            return index
-        if isinstance(index, IntImm):
-            return IntImm(index.dtype, index.value + off.value)
-    return index + off
+    """``index + off``, simplified (nothing added for an offset of 0)."""
+    return index if is_const_int(off, 0) else simplify(index + off)
 
 
 def _pointee(v: Var) -> Any:

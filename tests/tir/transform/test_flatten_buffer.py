@@ -52,7 +52,9 @@ def test_declared_strides_and_offset() -> None:
     i, j = tir.Var("i"), tir.Var("j")
     out = _run(_func(_copy(A, B, i, j), A, B))
     load = out.body.body.body.value  # type: ignore[attr-defined]
-    assert_structural_equal(load.indices[0], off + i * s0 + j)
+    # NOTE: s0 and off may be anything: offsets may pass 2**31, so the index is int64
+    i64, j64, s64, off64 = (tir.Cast("int64", v) for v in (i, j, s0, off))
+    assert_structural_equal(load.indices[0], off64 + i64 * s64 + j64)
     assert load.buffer.strides == () and load.buffer.elem_offset is None
 
 
@@ -80,6 +82,24 @@ def test_int64_shapes_make_int64_indices() -> None:
     store = out.body.body.body  # type: ignore[attr-defined]
     assert store.value.indices[0].dtype == "int64"
     assert store.indices[0].dtype == "int32"
+
+
+def test_buffers_that_may_pass_2_31_elements_are_indexed_in_int64() -> None:
+    n = tir.Var("n")
+    i, j = tir.Var("i"), tir.Var("j")
+    for shape, want in [
+        ((32769, 65536), "int64"),
+        ((32767, 65536), "int32"),
+        ((n, 65536), "int64"),
+        ((tir.SizeVar("m"), 2), "int64"),
+        ((n,), "int32"),  # 1-D: kept, indexed as written
+    ]:
+        A = tir.decl_buffer(shape, "int8", "A")
+        a = tir.Var("a", "handle")
+        body = tir.BufferStore(A, tir.const(1, "int8"), (i, j)[: len(shape)])
+        out = _run(tir.PrimFunc((a, i, j), body, buffer_map={a: A}))
+        assert out.body.indices[0].dtype == want, shape  # type: ignore[attr-defined]
+        assert out.body.buffer.shape[0].dtype == want  # type: ignore[attr-defined]
 
 
 def test_decl_buffer_declares_the_flat_buffer_and_1d_is_untouched() -> None:

@@ -64,6 +64,27 @@ def test_scalar_params_bind_dims_and_expressions_are_checked_last() -> None:
     assert api.args[0].buffer is None and api.args[0].param is x
 
 
+def test_element_counts_are_checked_where_the_index_type_may_not_reach() -> None:
+    n, m = tir.Var("n"), tir.Var("m")
+    bufs = {
+        "A": tir.decl_buffer((n * m,), "int8", "A"),  # 1-D, int32 index, n * m may pass 2**31
+        "B": tir.decl_buffer((n, m), "int8", "B"),  # flattened in int64
+        "C": tir.decl_buffer((n,), "int8", "C"),  # n fits int32
+        "D": tir.decl_buffer((1024, 1024), "int8", "D"),  # constant: the shape check is exact
+    }
+    handles = [tir.Var(name, "handle") for name in bufs]
+    f = tir.PrimFunc(
+        (n, m, *handles),
+        tir.Evaluate(0),
+        buffer_map=dict(zip(handles, bufs.values())),
+        attrs={"global_symbol": "f"},
+    )
+    api = _run(IRModule({GlobalVar("f"): f}))["f"].get_attr(ATTR)
+    assert [(api.args[c.arg].name, str(c.index_dtype), c.limit) for c in api.counts] == [
+        ("A", "int32", 2**31 - 1)
+    ]
+
+
 def test_undeterminable_symbolic_var_is_an_error() -> None:
     n = tir.Var("n")
     a_h = tir.Var("A", "handle")

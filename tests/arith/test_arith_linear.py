@@ -1,0 +1,44 @@
+"""Linear forms (kiln.arith.linear) and the overflow guard (kiln.arith.overflow)."""
+
+from __future__ import annotations
+
+from kiln.arith.bound import BoundAnalyzer
+from kiln.arith.linear import Linear, from_linear, merge_div_mod, to_linear
+from kiln.arith.overflow import introduces_overflow
+from kiln.ir import structural_equal
+from kiln.tir import FloorDiv, FloorMod, IntImm, Var
+
+x, y, f, i = Var("x"), Var("y"), Var("f"), Var("i")
+INT32 = x.dtype
+
+
+def test_structurally_equal_atoms_are_one_term() -> None:
+    a, b = FloorDiv(x, IntImm(INT32, 3)), FloorDiv(x, IntImm(INT32, 3))
+    diff = to_linear(a).plus(to_linear(b), -1)
+    assert diff.is_const and diff.const == 0
+    assert to_linear(x).plus(to_linear(Var("x")), -1).terms  # two variables named x differ
+
+
+def test_quotient_remainder_pairs_merge() -> None:
+    lin = merge_div_mod(to_linear((f // 64) * 1024 + (f % 64) * 16 + i))
+    assert structural_equal(from_linear(lin, INT32), i + f * 16)  # terms in order of appearance
+    lin = merge_div_mod(to_linear(x - (x // 8) * 8))
+    assert structural_equal(from_linear(lin, INT32), FloorMod(x, 8))
+
+
+def test_from_linear_refuses_constants_that_do_not_fit() -> None:
+    assert from_linear(Linear({}, 2**31), INT32) is None
+    assert from_linear(to_linear(x * -31).plus(Linear({}, 31 * 2**30)), INT32) is None
+
+
+def test_the_guard_checks_new_intermediates_not_the_root() -> None:
+    e = (x + 3) + (y + 4) - 2
+    # x + y overflows at x = -2**31, y = -1, where e is -2**31 + 4
+    assert introduces_overflow(x + y + 5, e, set(), BoundAnalyzer())
+    assert not introduces_overflow(x + y + 5, e, set(), BoundAnalyzer({x: (0, 9), y: (0, 9)}))
+    # with x, y >= 0, x + y <= e - 5 <= 2**31 - 6: the input's own range proves it
+    positive = BoundAnalyzer({x: (0, 2**31 - 1), y: (0, 2**31 - 1)})
+    assert not introduces_overflow(x + y + 5, e, set(), positive)
+    # x + 1 == (x + 5) - 4, and x + 5 does not overflow: proven through the anchor
+    free = BoundAnalyzer()
+    assert not introduces_overflow(FloorDiv(x + 1, 4) + 1, FloorDiv(x + 5, 4), set(), free)
