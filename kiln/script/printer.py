@@ -127,6 +127,8 @@ class Printer(ExprPrinter):
         self.lines: list[str] = []
         self.views: dict[int, list[Buffer]] = {}
         self.ret_dtype: Any = None
+        self.marks: dict[int, str] = {}
+        """id(statement) -> a note appended to the first line printed for it (`VerifyError`)."""
 
     def emit(self, ind: int, text: str) -> None:
         pad = "    " * ind
@@ -169,7 +171,12 @@ class Printer(ExprPrinter):
         if method is None:
             self.emit(ind, f"T.evaluate(0)  # unprintable {type(s).__name__}")
             return None
-        return method(s, ind, last)
+        first = len(self.lines)
+        out = method(s, ind, last)
+        note = self.marks.get(id(s))
+        if note is not None and len(self.lines) > first:
+            self.lines[first] += f"  # <-- {note}"
+        return out
 
     def scoped(self, ind: int, last: bool, name: str, text: str, body: Stmt, var: Any) -> Any:
         """``name = text`` + body flat, or ``with text as name:`` + indented body."""
@@ -514,10 +521,12 @@ def _scope(buf: Buffer) -> str:
     return ty.storage_scope if isinstance(ty, PointerType) else ""
 
 
-def script(node: Any, **kwargs: Any) -> str:
+def script(node: Any, marks: dict[int, str] | None = None, **kwargs: Any) -> str:
     """``node`` as script text: a module, a function, statements, an expression, a buffer, or a
-    graph-level function, expression or struct info."""
+    graph-level function, expression or struct info. ``marks`` (id of a statement -> note) puts
+    ``# <-- note`` after the first line of each such statement."""
     p = Printer()
+    p.marks = dict(marks or {})
     if isinstance(node, IRModule):
         p.module(node)
     elif isinstance(node, PrimFunc):

@@ -126,7 +126,22 @@ def test_non_bool_condition():
 def test_all_problems_reported_at_once():
     x, y = tir.Var("x"), tir.Var("y")
     msg = _fails(_func(tir.seq(tir.Evaluate(x), tir.Evaluate(y))), "'x'", "'y'")
-    assert msg.count("used before") == 2
+    listing, _, reprint = msg.partition("problems marked ---")
+    assert listing.count("used before") == 2
+    assert reprint.count("# <-- error") == 2
+
+
+def test_error_reprints_the_function_with_the_bad_statement_marked():
+    i, j = tir.Var("i"), tir.Var("j")
+    buf = tir.decl_buffer((16,), "float32", "A")
+    p = tir.Var("A", "handle")
+    store = tir.BufferStore(buf, buf[j] * tir.const(2.0), (i,))
+    f = tir.PrimFunc((p,), tir.For(i, 0, 16, tir.ForKind.SERIAL, store), buffer_map={p: buf})
+    msg = _fails(f, "'j'")
+    marked = [line for line in msg.splitlines() if "# <-- error" in line]
+    assert len(marked) == 1
+    assert marked[0].lstrip().startswith("A[i] = A[j]")
+    assert "used before it is defined" in marked[0]
 
 
 def test_verifier_never_crashes_on_garbage():

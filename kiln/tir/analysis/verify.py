@@ -62,10 +62,26 @@ class _Checker(Visitor):
         self.threads: list[dict[str, Any]] = [{}]
         self.active_tags: list[str] = []
         self.errors: list[str] = []
+        self.current: Stmt | None = None
+        self.marks: dict[int, str] = {}
+        """id(statement holding a problem) -> the first problem found there."""
 
     # -- helpers ------------------------------------------------------------------------------
+    def visit(self, n: Any) -> None:
+        if not isinstance(n, Stmt):
+            super().visit(n)
+            return
+        saved, self.current = self.current, n
+        try:
+            super().visit(n)
+        finally:
+            self.current = saved
+
     def err(self, node: Any, msg: str) -> None:
         self.errors.append(f"{self.func_name}: {repr_short(node)}: {msg}")
+        where = node if isinstance(node, Stmt) else self.current
+        if where is not None:
+            self.marks.setdefault(id(where), f"error: {msg}")
 
     def define(self, v: Any, where: Any) -> None:
         if not isinstance(v, Var):
@@ -310,7 +326,7 @@ class _Checker(Visitor):
         self.pop()
 
 
-def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> list[str]:
+def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
     c = _Checker(name, module)
     try:
         for p in func.params:
@@ -325,7 +341,7 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> list[str]
         c.visit(func.body)
     except Exception as e:  # the verifier reports; it never crashes on malformed input
         c.errors.append(f"{name}: malformed IR ({type(e).__name__}: {e})")
-    return c.errors
+    return c
 
 
 def define_buffer_vars(c: _Checker, buf: Buffer) -> None:
@@ -342,16 +358,47 @@ def define_buffer_vars(c: _Checker, buf: Buffer) -> None:
 
 
 def verify_well_formed(obj: PrimFunc | IRModule, raise_error: bool = True) -> list[str]:
-    """Check a PrimFunc or every PrimFunc of a module; raise `VerifyError` listing the problems."""
+    """Check a PrimFunc or every PrimFunc of a module; raise `VerifyError` listing the problems
+    and reprinting each bad function with its bad statements marked ``# <-- error: ...``."""
     if isinstance(obj, IRModule):
-        errors: list[str] = []
-        for gv, f in obj.items():
-            if isinstance(f, PrimFunc):
-                errors.extend(_check_func(f, gv.name_hint, obj))
+        checked = [
+            (f, _check_func(f, gv.name_hint, obj))
+            for gv, f in obj.items()
+            if isinstance(f, PrimFunc)
+        ]
     elif isinstance(obj, PrimFunc):
-        errors = _check_func(obj, obj.global_symbol or "<prim_func>", None)
+        checked = [(obj, _check_func(obj, obj.global_symbol or "<prim_func>", None))]
     else:
         errors = [f"expected a PrimFunc or IRModule, got {type(obj).__name__}"]
+        if raise_error:
+            raise VerifyError("IR is not well formed:\n  " + errors[0])
+        return errors
+    errors = [e for _, c in checked for e in c.errors]
     if errors and raise_error:
-        raise VerifyError("IR is not well formed:\n  " + "\n  ".join(errors))
+        shown = [_marked(f, c) for f, c in checked if c.errors]
+        listing = "\n  ".join(errors)
+        raise VerifyError(f"IR is not well formed:\n  {listing}" + "".join(shown))
     return errors
+
+
+MAX_LISTING = 120
+"""Longest reprint of a bad function; longer ones show only the lines around each mark."""
+
+
+def _marked(func: PrimFunc, c: _Checker) -> str:
+    """``func`` printed with its bad statements marked (empty when it cannot be printed)."""
+    try:
+        text = func.script(marks=c.marks)
+    except Exception:  # printing must never hide the verifier's own report
+        return ""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) > MAX_LISTING:
+        hits = [i for i, line in enumerate(lines) if "# <-- error" in line]
+        keep = sorted({j for i in hits for j in range(max(0, i - 8), min(len(lines), i + 3))})
+        shown: list[str] = []
+        for k, j in enumerate(keep):
+            if k == 0 or j != keep[k - 1] + 1:
+                shown.append("    ...")
+            shown.append(lines[j])
+        lines = shown
+    return f"\n--- {c.func_name}, problems marked ---\n" + "\n".join(lines)
