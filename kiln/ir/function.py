@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.ir.node import Attrs, Node, as_attrs
 from kiln.ir.span import Span
 
@@ -23,7 +23,7 @@ class GlobalVar(Node):
 
     def __post_init__(self) -> None:
         if not isinstance(self.name_hint, str) or not self.name_hint:
-            raise IRError(f"GlobalVar needs a non-empty name, got {self.name_hint!r}")
+            raise IRValueError(f"GlobalVar needs a non-empty name, got {self.name_hint!r}")
 
     def __repr__(self) -> str:
         return f"GlobalVar({self.name_hint!r})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.node import EMPTY_ATTRS, Attrs, as_attrs
 
@@ -36,7 +36,7 @@ class IRModule:
                     f"IRModule value for {gv.name_hint!r} must be a function, got {func!r}"
                 )
             if gv.name_hint in by_name:
-                raise IRError(f"IRModule already has a function named {gv.name_hint!r}")
+                raise IRValueError(f"IRModule already has a function named {gv.name_hint!r}")
             funcs[gv] = func
             by_name[gv.name_hint] = gv
         self._funcs = funcs

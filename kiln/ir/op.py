@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar
 
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.ir.node import Node
 
 
@@ -51,7 +51,7 @@ class Op(Node):
         if op is None:
             near = [n for n in Op._registry if n.split(".")[-1] == name.split(".")[-1]]
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise IRError(f"unknown operator {name!r}{hint}")
+            raise IRValueError(f"unknown operator {name!r}{hint}")
         return op
 
     @staticmethod

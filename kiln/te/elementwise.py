@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.te.operation import compute
 from kiln.te.tensor import Tensor
 from kiln.tir.expr import IntImm, PrimExpr, as_const_int, convert, is_const_int
@@ -42,7 +42,7 @@ def broadcast_shape(*shapes: Any, op: str = "broadcast", names: Any = None) -> t
             d = s[len(s) - pos]
             merged = d if cur is None else _merge(cur, d)
             if merged is None:
-                raise IRError(
+                raise IRValueError(
                     f"{op}: cannot broadcast dimension {_show(cur)} of {who} with "
                     f"{_show(d)} of {label!r} (shapes {[tuple(map(_show, x)) for x in dims]})"
                 )
@@ -74,7 +74,7 @@ def elementwise(
     """``fcompute`` applied point-wise to the broadcast of ``operands`` (tensors or scalars)."""
     tensors = [t for t in operands if isinstance(t, Tensor)]
     if not tensors:
-        raise IRError(f"{name}: needs at least one tensor operand")
+        raise IRValueError(f"{name}: needs at least one tensor operand")
     shape = broadcast_shape(*(t.shape for t in tensors), op=name, names=[t.name for t in tensors])
     return compute(
         shape,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.names import NameSupply
 from kiln.ir.visitor import pre_order_nodes
 from kiln.te.bound import infer_region, region_guards
@@ -69,7 +69,7 @@ def _bind_args(state: LowerState, args: Any) -> tuple[list[Var], dict[Var, Buffe
         if isinstance(a, Tensor):
             stage = state.sch[a]
             if stage in state.params:
-                raise IRError(f"lower: tensor {a.name!r} is listed twice in args")
+                raise IRValueError(f"lower: tensor {a.name!r} is listed twice in args")
             name = state.fresh_name(a.name)
             handle = Var(name, "handle")
             buf = decl_buffer(a.shape, a.dtype, name)
@@ -79,7 +79,7 @@ def _bind_args(state: LowerState, args: Any) -> tuple[list[Var], dict[Var, Buffe
             state.params.add(stage)
         elif isinstance(a, Var) and not isinstance(a, AxisVar):
             if a in params:
-                raise IRError(f"lower: variable {a.name!r} is listed twice in args")
+                raise IRValueError(f"lower: variable {a.name!r} is listed twice in args")
             params.append(a)
         else:
             raise IRError(f"lower: args must be tensors or scalar Vars, got {a!r}")
@@ -91,11 +91,11 @@ def _validate(state: LowerState, params: list[Var], bmap: dict[Var, Buffer]) -> 
     for stage in sch.stages:
         read = bool(state.readers[stage])
         if stage.is_placeholder and read and stage not in state.params:
-            raise IRError(f"lower: input {stage.name!r} is read but not passed in args")
+            raise IRValueError(f"lower: input {stage.name!r} is read but not passed in args")
         if stage.is_output and stage not in state.params:
-            raise IRError(f"lower: output {stage.name!r} must be passed in args")
+            raise IRValueError(f"lower: output {stage.name!r} must be passed in args")
         if stage in state.params and not stage.is_placeholder and stage.attach_type != "root":
-            raise IRError(
+            raise IRValueError(
                 f"lower: {stage.name!r} is an argument, so it must be computed in full; it is "
                 f"{'inlined' if stage.is_inlined else 'computed at another stage'}"
             )
@@ -108,15 +108,15 @@ def _check_attach(state: LowerState, stage: Stage) -> None:
     host = stage.attach_stage
     assert host is not None
     if host.is_inlined:
-        raise IRError(
+        raise IRValueError(
             f"compute_at: {stage.name!r} is computed at stage {host.name!r}, which is inlined"
         )
     readers = state.readers[stage]
     if host not in readers:
-        raise IRError(f"compute_at: stage {host.name!r} no longer reads {stage.name!r}")
+        raise IRValueError(f"compute_at: stage {host.name!r} no longer reads {stage.name!r}")
     others = [r.name for r in readers if r is not host]
     if others:
-        raise IRError(
+        raise IRValueError(
             f"compute_at: {stage.name!r} is computed inside {host.name!r} but also read by {others}"
         )
 
@@ -135,7 +135,7 @@ def _check_free_vars(state: LowerState, params: list[Var], bmap: dict[Var, Buffe
             things.append(k.dom)
         for n in pre_order_nodes(tuple(things)):
             if isinstance(n, Var) and not isinstance(n, AxisVar) and id(n) not in bound:
-                raise IRError(
+                raise IRValueError(
                     f"lower: variable {n.name!r} used by {stage.name!r} is not bound; pass it "
                     "in args, or a tensor that has it as a dimension"
                 )
@@ -194,5 +194,7 @@ def create_prim_func(args: Any, name: str = "main") -> PrimFunc:
         raise IRError(f"create_prim_func: expected a list of tensors, got {args!r}")
     outs = [t for t in args if isinstance(t, Tensor) and isinstance(t.op, ComputeOp)]
     if not outs:
-        raise IRError("create_prim_func: no compute tensor among the arguments (nothing to do)")
+        raise IRValueError(
+            "create_prim_func: no compute tensor among the arguments (nothing to do)"
+        )
     return lower(create_schedule(outs), args, name=name)

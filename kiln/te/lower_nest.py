@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kiln.arith import simplify
 from kiln.arith.linear import to_linear
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.te.lower_loops import Guard, StageLoops, ceildiv, divides
 from kiln.te.reduce import Reduce
 from kiln.te.rewrite import rewrite_loads
@@ -126,7 +126,7 @@ def _loops(stage: Stage, sl: StageLoops) -> list[Loop]:
         attr = stage.iter_attrs.get(a)
         ext = sl.extents[a]
         if attr is not None and attr.kind is ForKind.VECTORIZED and as_const_int(ext) is None:
-            raise IRError(
+            raise IRValueError(
                 f"vectorize: axis {a.name!r} of stage {stage.name!r} has extent {ext}, which is "
                 "not a constant; split it by a constant factor and vectorize the inner axis"
             )
@@ -210,7 +210,7 @@ def _reuse_threads(
             continue
         t = as_const_int(threads)
         if t is None:
-            raise IRError(
+            raise IRValueError(
                 f"bind: stage {stage.name!r} binds {attr.thread_tag!r} inside a loop bound to it "
                 f"with extent {threads}, not a constant; bind equal extents"
             )

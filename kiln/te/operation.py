@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.visitor import pre_order_nodes
 from kiln.te.reduce import Reduce
@@ -86,8 +86,8 @@ def compute(
     )
     try:
         body = fcompute(*axes)
-    except IRError as e:
-        raise IRError(f"{what}: {e}") from None
+    except (IRError, IRValueError) as e:
+        raise type(e)(f"{what}: {e}") from None
     body = _check_body(body, axes, what)
     reduce_axes = body.axis if isinstance(body, Reduce) else ()
     return ComputeOp(name, tag, attrs, axes, reduce_axes, body).output(0)
@@ -106,7 +106,7 @@ def _axis_names(fcompute: Callable[..., Any], ndim: int, what: str) -> list[str]
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
     if not (len(required) <= ndim <= len(positional)):
-        raise IRError(
+        raise IRValueError(
             f"{what}: the lambda takes {len(positional)} index argument(s) but the shape has "
             f"{ndim} dimension(s)"
         )
@@ -115,14 +115,16 @@ def _axis_names(fcompute: Callable[..., Any], ndim: int, what: str) -> list[str]
 
 def _check_body(body: Any, axes: tuple[AxisVar, ...], what: str) -> PrimExpr:
     if isinstance(body, (tuple, list)):
-        raise IRError(f"{what}: returning several values is not supported; use one compute each")
+        raise IRValueError(
+            f"{what}: returning several values is not supported; use one compute each"
+        )
     if isinstance(body, float) or body is None or isinstance(body, str):
-        raise IRError(
+        raise IRValueError(
             f"{what}: the lambda returned {body!r}; return a TIR expression "
             "(write tir.const(value, 'float32') for a constant)"
         )
     if isinstance(body, Tensor):
-        raise IRError(f"{what}: the lambda returned tensor {body.name!r}; index it (T[i, j])")
+        raise IRValueError(f"{what}: the lambda returned tensor {body.name!r}; index it (T[i, j])")
     try:
         body = convert(body)
     except IRError as e:
@@ -131,7 +133,7 @@ def _check_body(body: Any, axes: tuple[AxisVar, ...], what: str) -> PrimExpr:
         raise IRError(f"{what}: unsupported element dtype {body.dtype}; the body must be a scalar")
     nodes = pre_order_nodes(body)
     if any(isinstance(n, Reduce) for n in nodes[1:]):
-        raise IRError(
+        raise IRValueError(
             f"{what}: a reduction must be the whole body of a compute (not part of an "
             "expression); compute the reduction first, then use it in a second compute"
         )
@@ -146,11 +148,11 @@ def _check_axes(body: PrimExpr, nodes: list[Any], axes: tuple[AxisVar, ...], wha
     for n in nodes:
         if isinstance(n, AxisVar) and id(n) not in own:
             if n.is_reduce:
-                raise IRError(
+                raise IRValueError(
                     f"{what}: reduction axis {n.name!r} is used outside the reduction that "
                     "iterates it; list it in axis= of te.sum/max/min"
                 )
-            raise IRError(f"{what}: axis {n.name!r} belongs to another compute")
+            raise IRValueError(f"{what}: axis {n.name!r} belongs to another compute")
 
 
 def if_then_else(cond: Any, then_value: Any, else_value: Any) -> PrimExpr:

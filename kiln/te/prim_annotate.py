@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te.prim_loops import leaf_index
 from kiln.tir.expr import Var
 from kiln.tir.stmt import ForKind, IterKind, IterVar
@@ -30,7 +30,7 @@ THREAD_TAGS = tuple(f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"
 
 def _check_data_par(stage: Stage, axis: Any, prim: str) -> None:
     if axis.is_reduce:
-        raise IRError(
+        raise IRValueError(
             f"{prim}: axis {axis.name!r} of stage {stage.name!r} is a reduction axis; "
             f"running it with {prim} would race on the accumulator "
             "(use a data-parallel axis instead, or unroll this one)"
@@ -45,7 +45,7 @@ def set_kind(stage: Stage, axis: Any, kind: ForKind, prim: str) -> None:
     attr = stage.attr(axis)
     if attr.kind not in (ForKind.SERIAL, kind):
         current = f"bound to {attr.thread_tag}" if attr.thread_tag else f"{attr.kind.value}"
-        raise IRError(
+        raise IRValueError(
             f"{prim}: axis {axis.name!r} of stage {stage.name!r} is already {current}; "
             "a loop runs one way (serial, parallel, vectorized, unrolled or bound to a thread)"
         )
@@ -60,7 +60,9 @@ def thread_axis(tag: str, name: str = "") -> IterVar:
 
 def _check_tag(tag: Any, prim: str) -> str:
     if tag not in THREAD_TAGS:
-        raise IRError(f"{prim}: unknown thread tag {tag!r}; expected one of {list(THREAD_TAGS)}")
+        raise IRValueError(
+            f"{prim}: unknown thread tag {tag!r}; expected one of {list(THREAD_TAGS)}"
+        )
     return str(tag)
 
 
@@ -72,7 +74,7 @@ def bind(stage: Stage, axis: Any, thread: Any) -> None:
     tag = _check_tag(tag, "bind")
     for other, attr in stage.iter_attrs.items():
         if attr.thread_tag == tag and other is not axis and other in stage.leaf_iter_vars:
-            raise IRError(
+            raise IRValueError(
                 f"bind: {tag} is already bound to axis {other.name!r} of stage {stage.name!r}"
             )
     set_kind(stage, axis, ForKind.THREAD_BINDING, "bind")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te.prim_loops import check_has_loops, leaf_index
 from kiln.te.tensor import ComputeOp, Tensor
 
@@ -30,7 +30,7 @@ def _as_stage(stage: Stage, parent: Any) -> Stage:
     if not isinstance(parent, Stage):
         raise IRError(f"compute_at: expected the consumer's stage (s[T]), got {parent!r}")
     if parent.schedule is not stage.schedule:
-        raise IRError(f"compute_at: stage {parent.name!r} belongs to another schedule")
+        raise IRValueError(f"compute_at: stage {parent.name!r} belongs to another schedule")
     return parent
 
 
@@ -38,13 +38,13 @@ def check_readers(stage: Stage, host: Stage, prim: str) -> None:
     """Raise unless ``host`` reads ``stage`` and nobody else does (after inlining)."""
     readers = stage.schedule.effective_readers(stage)
     if host not in readers:
-        raise IRError(
+        raise IRValueError(
             f"{prim}: stage {host.name!r} does not read {stage.name!r}; compute_at needs a "
             "consumer of the stage"
         )
     others = [r.name for r in readers if r is not host]
     if others:
-        raise IRError(
+        raise IRValueError(
             f"{prim}: {stage.name!r} is also read by {others}; computing it inside "
             f"{host.name!r}'s loops would hide it from them (compute it at the root, or "
             "cache_read a copy for each reader)"
@@ -56,20 +56,22 @@ def compute_at(stage: Stage, parent: Any, axis: Any) -> None:
     check_has_loops(stage, "compute_at")
     host = _as_stage(stage, parent)
     if host is stage:
-        raise IRError(f"compute_at: stage {stage.name!r} cannot be computed at its own loops")
+        raise IRValueError(f"compute_at: stage {stage.name!r} cannot be computed at its own loops")
     if stage.is_output:
-        raise IRError(
+        raise IRValueError(
             f"compute_at: {stage.name!r} is an output of the schedule; outputs are computed "
             "at the root"
         )
     if host.is_inlined:
-        raise IRError(f"compute_at: stage {host.name!r} is inlined and has no loops to host it")
+        raise IRValueError(
+            f"compute_at: stage {host.name!r} is inlined and has no loops to host it"
+        )
     leaf_index(host, axis, "compute_at")
     check_readers(stage, host, "compute_at")
     walk: Stage | None = host
     while walk is not None:
         if walk is stage:
-            raise IRError(
+            raise IRValueError(
                 f"compute_at: {host.name!r} is itself computed inside {stage.name!r}; "
                 "attachments cannot form a cycle"
             )
@@ -82,20 +84,20 @@ def compute_inline(stage: Stage) -> None:
     check_has_loops(stage, "compute_inline")
     op = stage.op
     if not isinstance(op, ComputeOp) or op.reduce_axis:
-        raise IRError(
+        raise IRValueError(
             f"compute_inline: {stage.name!r} is a reduction; only element-wise computes can "
             "be inlined"
         )
     if stage.is_output:
-        raise IRError(f"compute_inline: {stage.name!r} is an output of the schedule")
+        raise IRValueError(f"compute_inline: {stage.name!r} is an output of the schedule")
     if stage.relations or any(not a.is_default for a in stage.iter_attrs.values()):
-        raise IRError(
+        raise IRValueError(
             f"compute_inline: stage {stage.name!r} has loop transformations or annotations, "
             "which inlining would drop"
         )
     hosted = [s.name for s in stage.schedule.stages if s.attach_stage is stage]
     if hosted:
-        raise IRError(
+        raise IRValueError(
             f"compute_inline: stages {hosted} are computed at {stage.name!r}'s loops; "
             "move them first"
         )
@@ -105,5 +107,5 @@ def compute_inline(stage: Stage) -> None:
 def compute_root(stage: Stage) -> None:
     """Compute ``stage`` in full at the top level of the function."""
     if stage.is_placeholder:
-        raise IRError(f"compute_root: {stage.name!r} is a placeholder (an input)")
+        raise IRValueError(f"compute_root: {stage.name!r} is a placeholder (an input)")
     stage.attach_type, stage.attach_stage, stage.attach_ivar = "root", None, None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te.reduce import Reduce
 from kiln.te.rewrite import rewrite_loads, substitute_axes
 from kiln.te.tensor import AxisVar, ComputeOp, ProducerLoad, Tensor
@@ -40,12 +40,12 @@ def _cache_name(name: str, scope: str) -> str:
 def _reader_stages(sch: Schedule, source: Stage, readers: Any) -> list[Stage]:
     items = list(readers) if isinstance(readers, (list, tuple)) else [readers]
     if not items:
-        raise IRError(f"cache_read: no readers given for {source.name!r}")
+        raise IRValueError(f"cache_read: no readers given for {source.name!r}")
     out: list[Stage] = []
     for r in items:
         stage = sch[r]
         if source not in [sch.stage_map.get(t.op) for t in stage.op.input_tensors]:
-            raise IRError(f"cache_read: stage {stage.name!r} does not read {source.name!r}")
+            raise IRValueError(f"cache_read: stage {stage.name!r} does not read {source.name!r}")
         if stage not in out:
             out.append(stage)
     return out
@@ -92,10 +92,12 @@ def cache_write(sch: Schedule, tensor: Tensor, scope: str) -> Tensor:
     stage = sch[tensor]
     op = stage.op
     if not isinstance(op, ComputeOp):
-        raise IRError(f"cache_write: {stage.name!r} is a placeholder; only computes are written")
+        raise IRValueError(
+            f"cache_write: {stage.name!r} is a placeholder; only computes are written"
+        )
     annotated = any(not a.is_default for a in stage.iter_attrs.values())
     if stage.relations or annotated or stage.attach_type != "root":
-        raise IRError(
+        raise IRValueError(
             f"cache_write: stage {stage.name!r} is already scheduled; call cache_write before "
             "other primitives on it"
         )

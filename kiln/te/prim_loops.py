@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te.tensor import AxisVar
 from kiln.tir.expr import IntImm, PrimExpr, convert
 
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 def check_has_loops(stage: Stage, prim: str) -> None:
     """Raise unless ``stage`` owns loops a primitive can change."""
     if stage.is_placeholder:
-        raise IRError(f"{prim}: {stage.name!r} is a placeholder (an input); it has no loops")
+        raise IRValueError(f"{prim}: {stage.name!r} is a placeholder (an input); it has no loops")
     if stage.is_inlined:
-        raise IRError(
+        raise IRValueError(
             f"{prim}: stage {stage.name!r} is inlined into its consumers and has no loops; "
             "call compute_root() first"
         )
@@ -42,23 +42,23 @@ def leaf_index(stage: Stage, axis: Any, prim: str) -> int:
         if leaf is axis:
             return k
     if axis in stage.retired:
-        raise IRError(
+        raise IRValueError(
             f"{prim}: axis {axis.name!r} of stage {stage.name!r} no longer exists: "
             f"{stage.retired[axis]}"
         )
     owner = stage.schedule.owner_of(axis)
     if owner is not None and owner is not stage:
-        raise IRError(
+        raise IRValueError(
             f"{prim}: axis {axis.name!r} belongs to stage {owner.name!r}, not {stage.name!r}"
         )
-    raise IRError(f"{prim}: {axis.name!r} is not an axis of stage {stage.name!r}")
+    raise IRValueError(f"{prim}: {axis.name!r} is not an axis of stage {stage.name!r}")
 
 
 def _check_plain(stage: Stage, axis: AxisVar, prim: str) -> None:
     attr = stage.iter_attrs.get(axis)
     if attr is not None and not attr.is_default:
         what = attr.kind.value if not attr.pragmas else "annotated with a pragma"
-        raise IRError(
+        raise IRValueError(
             f"{prim}: axis {axis.name!r} of stage {stage.name!r} is already {what}; "
             f"{prim} it before annotating"
         )
@@ -69,7 +69,7 @@ def _positive(value: Any, what: str) -> PrimExpr:
         raise IRError(f"{what} must be a positive integer, got {value!r}")
     v = value if isinstance(value, int) else value.value
     if v <= 0:
-        raise IRError(f"{what} must be a positive integer, got {v}")
+        raise IRValueError(f"{what} must be a positive integer, got {v}")
     return convert(v)
 
 
@@ -84,7 +84,7 @@ def split(stage: Stage, parent: Any, factor: Any, nparts: Any) -> tuple[AxisVar,
     k = leaf_index(stage, parent, "split")
     _check_plain(stage, parent, "split")
     if (factor is None) == (nparts is None):
-        raise IRError(f"split: give exactly one of factor= and nparts= (axis {parent.name!r})")
+        raise IRValueError(f"split: give exactly one of factor= and nparts= (axis {parent.name!r})")
     what = f"split of axis {parent.name!r} in stage {stage.name!r}: "
     f = _positive(factor, what + "factor") if factor is not None else None
     n = _positive(nparts, what + "nparts") if nparts is not None else None
@@ -104,19 +104,19 @@ def fuse(stage: Stage, *axes: Any) -> AxisVar:
     if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
         axes = tuple(axes[0])
     if not axes:
-        raise IRError(f"fuse: no axes given for stage {stage.name!r}")
+        raise IRValueError(f"fuse: no axes given for stage {stage.name!r}")
     idx = [leaf_index(stage, a, "fuse") for a in axes]
     for a in axes:
         _check_plain(stage, a, "fuse")
     if idx != list(range(idx[0], idx[0] + len(idx))):
         names = [a.name for a in axes]
         order = [a.name for a in stage.leaf_iter_vars]
-        raise IRError(
+        raise IRValueError(
             f"fuse: axes {names} of stage {stage.name!r} must be adjacent loops listed "
             f"outermost first; the loop order is {order}"
         )
     if len({a.is_reduce for a in axes}) > 1:
-        raise IRError(
+        raise IRValueError(
             f"fuse: cannot fuse data-parallel and reduction axes of stage {stage.name!r} "
             f"({[a.name for a in axes]})"
         )
@@ -146,7 +146,7 @@ def reorder(stage: Stage, *axes: Any) -> None:
         axes = tuple(axes[0])
     idx = [leaf_index(stage, a, "reorder") for a in axes]
     if len(set(idx)) != len(idx):
-        raise IRError(f"reorder: an axis is listed twice ({[a.name for a in axes]})")
+        raise IRValueError(f"reorder: an axis is listed twice ({[a.name for a in axes]})")
     for pos, axis in zip(sorted(idx), axes):
         stage.leaf_iter_vars[pos] = axis
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln.arith import simplify
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
 from kiln.ir.visitor import pre_order_nodes
@@ -136,23 +136,23 @@ def _source(name: str, expr: Any) -> PrimExpr:
         raise IRError(f"{name}: cannot reduce the Python float {expr!r}; use tir.const")
     source = convert(expr)
     if any(isinstance(n, Reduce) for n in pre_order_nodes(source)):
-        raise IRError(f"{name}: nested reductions are not supported; use two computes")
+        raise IRValueError(f"{name}: nested reductions are not supported; use two computes")
     return source
 
 
 def _axes(name: str, axis: Any) -> tuple[AxisVar, ...]:
     if axis is None:
-        raise IRError(f"{name}: needs axis=, the reduction axis (or a list of them)")
+        raise IRValueError(f"{name}: needs axis=, the reduction axis (or a list of them)")
     axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
     if not axes:
-        raise IRError(f"{name}: the list of reduction axes is empty")
+        raise IRValueError(f"{name}: the list of reduction axes is empty")
     for a in axes:
         if not isinstance(a, AxisVar) or not a.is_reduce:
             raise IRError(
                 f"{name}: {a!r} is not a reduction axis; create one with te.reduce_axis((lo, hi))"
             )
     if len(set(map(id, axes))) != len(axes):
-        raise IRError(f"{name}: a reduction axis is listed twice")
+        raise IRValueError(f"{name}: a reduction axis is listed twice")
     return axes
 
 

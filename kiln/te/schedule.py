@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import prim_annotate, prim_attach, prim_cache, prim_loops
 from kiln.te.tensor import AxisVar, ComputeOp, Operation, PlaceholderOp, Tensor
 from kiln.tir.expr import PrimExpr
@@ -168,7 +168,7 @@ class Schedule:
         if op in self.stage_map:
             return
         if id(op) in active:
-            raise IRError(f"create_schedule: operation {op.name!r} depends on itself")
+            raise IRValueError(f"create_schedule: operation {op.name!r} depends on itself")
         active.add(id(op))
         for t in op.input_tensors:
             self._visit(t.op, active)
@@ -183,14 +183,14 @@ class Schedule:
     def __getitem__(self, key: Any) -> Stage:
         if isinstance(key, Stage):
             if key.schedule is not self:
-                raise IRError(f"stage {key.name!r} belongs to another schedule")
+                raise IRValueError(f"stage {key.name!r} belongs to another schedule")
             return key
         op = key.op if isinstance(key, Tensor) else key
         if not isinstance(op, Operation):
             raise IRError(f"schedule lookup: expected a tensor, operation or stage, got {key!r}")
         stage = self.stage_map.get(op)
         if stage is None:
-            raise IRError(
+            raise IRValueError(
                 f"tensor {op.name!r} is not part of this schedule (it does not feed its outputs)"
             )
         return stage
@@ -239,14 +239,14 @@ def create_schedule(outputs: Any) -> Schedule:
     """A default schedule (every stage at the root, one serial loop per axis) for ``outputs``."""
     items = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     if not items:
-        raise IRError("create_schedule: needs at least one output tensor")
+        raise IRValueError("create_schedule: needs at least one output tensor")
     ops: list[Operation] = []
     for t in items:
         op = t.op if isinstance(t, Tensor) else t
         if not isinstance(op, Operation):
             raise IRError(f"create_schedule: expected tensors, got {t!r}")
         if isinstance(op, PlaceholderOp):
-            raise IRError(f"create_schedule: placeholder {op.name!r} cannot be an output")
+            raise IRValueError(f"create_schedule: placeholder {op.name!r} cannot be an output")
         if op not in ops:
             ops.append(op)
     return Schedule(ops)

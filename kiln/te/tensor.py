@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
 from kiln.ir.visitor import pre_order_nodes
@@ -73,7 +73,7 @@ class Operation:
     def output(self, index: int = 0) -> Tensor:
         """The output tensor (only ``index`` 0 exists)."""
         if index != 0:
-            raise IRError(f"operation {self.name!r} has one output, asked for output {index}")
+            raise IRValueError(f"operation {self.name!r} has one output, asked for output {index}")
         return self._output
 
     @property
@@ -155,7 +155,7 @@ class Tensor:
         if not isinstance(indices, tuple):
             indices = (indices,)
         if len(indices) != len(self.shape):
-            raise IRError(
+            raise IRValueError(
                 f"tensor {self.name!r} has {len(self.shape)} dimension(s) but is indexed with "
                 f"{len(indices)} index(es)"
             )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.node import Node
@@ -258,7 +258,9 @@ class IntImm(PrimExpr):
             raise IRError(f"IntImm needs an integer or bool dtype, got {self.dtype}")
         lo, hi = int_range(self.dtype)
         if not lo <= self.value <= hi:
-            raise IRError(f"integer constant {self.value} does not fit {self.dtype} [{lo}, {hi}]")
+            raise IRValueError(
+                f"integer constant {self.value} does not fit {self.dtype} [{lo}, {hi}]"
+            )
 
     def __repr__(self) -> str:
         return f"IntImm({self.dtype}, {self.value})"
@@ -549,7 +551,7 @@ def _indices(buffer: Any, indices: Any, what: str) -> tuple[PrimExpr, ...]:
         if not i.dtype.is_integer:
             raise IRError(f"{what}: index {i!r} of buffer {buffer.name!r} must be an integer")
     if len(idx) != len(buffer.shape):
-        raise IRError(
+        raise IRValueError(
             f"{what}: buffer {buffer.name!r} has {len(buffer.shape)} dimension(s) "
             f"but is indexed with {len(idx)}"
         )

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor, broadcast_shape, compute
 from kiln.tir import op as tir_op
@@ -198,7 +198,9 @@ def clip(x: Tensor, a_min: float, a_max: float, name: str | None = None) -> Tens
     """``x`` limited to ``[a_min, a_max]``."""
     x = check_tensor("clip", x)
     if not a_min <= a_max:
-        raise IRError(f"clip: a_min {a_min!r} is greater than a_max {a_max!r} (tensor {x.name!r})")
+        raise IRValueError(
+            f"clip: a_min {a_min!r} is greater than a_max {a_max!r} (tensor {x.name!r})"
+        )
     lo, hi = as_operand("clip", a_min, x.dtype), as_operand("clip", a_max, x.dtype)
     return unary("clip", x, lambda v: Min(Max(v, lo), hi), name, floats=False)
 
@@ -237,7 +239,7 @@ def gelu(x: Tensor, approximate: str = "none", name: str | None = None) -> Tenso
     """GELU: ``x * Phi(x)`` with the erf form (``approximate="none"``) or the tanh
     approximation (``approximate="tanh"``), as in PyTorch."""
     if approximate not in ("none", "tanh"):
-        raise IRError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise IRValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
     def f(v: PrimExpr) -> PrimExpr:
         half, one = fconst(0.5, v.dtype), fconst(1.0, v.dtype)

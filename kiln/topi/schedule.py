@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import kiln.topi.generic  # noqa: F401  (registers the schedules of the nn operators)
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import ComputeOp, Schedule, Stage, Tensor, create_schedule
 from kiln.topi.cuda import is_cuda_target, schedule_graph
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext, register_schedule
@@ -39,7 +39,7 @@ __all__ = ["register_schedule", "schedule_for", "stages_of"]
 def _as_tensors(outputs: Any) -> list[Tensor]:
     items = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     if not items:
-        raise IRError("schedule_for: needs at least one output tensor")
+        raise IRValueError("schedule_for: needs at least one output tensor")
     for t in items:
         if not isinstance(t, Tensor) or not isinstance(t.op, ComputeOp):
             raise IRError(f"schedule_for: outputs must be computed te.Tensors, got {t!r}")

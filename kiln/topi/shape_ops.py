@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, convert
@@ -91,7 +91,7 @@ def broadcast_to(x: Tensor, shape: Any, name: str = "T_broadcast_to") -> Tensor:
     dims = _dims(shape)
     off = len(dims) - x.ndim
     if off < 0:
-        raise IRError(f"broadcast_to: tensor {x.name!r} has more axes than the shape {dims}")
+        raise IRValueError(f"broadcast_to: tensor {x.name!r} has more axes than the shape {dims}")
 
     def f(*i: PrimExpr) -> PrimExpr:
         idx = [
@@ -202,7 +202,7 @@ def _slice_range(x: Tensor, d: int, b: int, e: int, s: int) -> tuple[PrimExpr, P
         r = range(*slice(b, e, s).indices(n.value))
         return convert(r.start, n.dtype), convert(len(r), n.dtype)
     if s <= 0:
-        raise IRError(f"strided_slice: a negative stride needs a constant extent on axis {d}")
+        raise IRValueError(f"strided_slice: a negative stride needs a constant extent on axis {d}")
     dt = n.dtype
     zero = convert(0, dt)
 

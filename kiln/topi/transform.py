@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, FloorMod, Max, Min, PrimExpr, convert
 from kiln.topi import tag
@@ -43,7 +43,7 @@ def transpose(x: Tensor, axes: Any = None, name: str = "T_transpose") -> Tensor:
     perm = list(range(n))[::-1] if axes is None else list(axes)
     perm = [normalize_axis("transpose", x, a) for a in perm]
     if sorted(perm) != list(range(n)):
-        raise IRError(
+        raise IRValueError(
             f"transpose: axes {list(axes)} are not a permutation of the {n} axes of tensor "
             f"{x.name!r}"
         )
@@ -64,17 +64,17 @@ def _reshape_target(x: Tensor, newshape: Any) -> tuple[int, ...]:
     if any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
         raise IRError(f"reshape: the new shape {newshape!r} must be a list of ints")
     if dims.count(-1) > 1 or any(d < -1 for d in dims):
-        raise IRError(f"reshape: bad new shape {tuple(dims)} for tensor {x.name!r}")
+        raise IRValueError(f"reshape: bad new shape {tuple(dims)} for tensor {x.name!r}")
     known = prod(d for d in dims if d != -1)
     if -1 in dims:
         if known == 0 or size % known:
-            raise IRError(
+            raise IRValueError(
                 f"reshape: cannot reshape tensor {x.name!r} of shape {show_shape(x)} "
                 f"({size} elements) into {tuple(dims)}"
             )
         dims[dims.index(-1)] = size // known
     if prod(dims) != size:
-        raise IRError(
+        raise IRValueError(
             f"reshape: cannot reshape tensor {x.name!r} of shape {show_shape(x)} ({size} "
             f"elements) into {tuple(dims)} ({prod(dims)} elements)"
         )
@@ -111,7 +111,7 @@ def concatenate(tensors: Any, axis: int = 0, name: str = "T_concat") -> Tensor:
     """The tensors joined along ``axis`` (same dtype, same extent on every other axis)."""
     items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if not items:
-        raise IRError("concatenate: needs at least one tensor")
+        raise IRValueError("concatenate: needs at least one tensor")
     items = [check_tensor("concatenate", t) for t in items]
     first = items[0]
     ax = normalize_axis("concatenate", first, axis)
@@ -140,7 +140,7 @@ def concatenate(tensors: Any, axis: int = 0, name: str = "T_concat") -> Tensor:
 
 def _check_concat_peer(first: Tensor, t: Tensor, ax: int) -> None:
     if t.ndim != first.ndim:
-        raise IRError(
+        raise IRValueError(
             f"concatenate: tensor {t.name!r} has rank {t.ndim} but tensor {first.name!r} has "
             f"rank {first.ndim}"
         )
@@ -151,7 +151,7 @@ def _check_concat_peer(first: Tensor, t: Tensor, ax: int) -> None:
         )
     a, b = const_shape("concatenate", first), const_shape("concatenate", t)
     if any(x != y for d, (x, y) in enumerate(zip(a, b)) if d != ax):
-        raise IRError(
+        raise IRValueError(
             f"concatenate: tensor {t.name!r} of shape {b} does not match tensor {first.name!r} "
             f"of shape {a} outside axis {ax}"
         )
@@ -169,7 +169,7 @@ def strided_slice(
     strides = [1] * len(begin) if strides is None else list(strides)
     which = list(range(len(begin))) if axes is None else list(axes)
     if not len(begin) == len(end) == len(strides) == len(which):
-        raise IRError(
+        raise IRValueError(
             f"strided_slice: begin, end, strides and axes must have the same length, got "
             f"{len(begin)}, {len(end)}, {len(strides)}, {len(which)} (tensor {x.name!r})"
         )
@@ -177,7 +177,7 @@ def strided_slice(
     for b, e, s, a in zip(begin, end, strides, which):
         d = normalize_axis("strided_slice", x, a)
         if s == 0:
-            raise IRError(f"strided_slice: stride 0 on axis {d} of tensor {x.name!r}")
+            raise IRValueError(f"strided_slice: stride 0 on axis {d} of tensor {x.name!r}")
         start, stop, step = slice(b, e, s).indices(shape[d])
         starts[d], steps[d], lens[d] = start, step, len(range(start, stop, step))
 
@@ -198,7 +198,7 @@ def split(
     if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
         k = indices_or_sections
         if k <= 0 or n % k:
-            raise IRError(
+            raise IRValueError(
                 f"split: axis {ax} of tensor {x.name!r} has extent {n}, which cannot be split "
                 f"into {k} equal sections"
             )
@@ -222,12 +222,12 @@ def _pad_widths(x: Tensor, pad_width: Any) -> list[tuple[int, int]]:
         else:
             pairs = [tuple(p) for p in items]  # type: ignore[misc]
     if len(pairs) != x.ndim or any(len(p) != 2 for p in pairs):
-        raise IRError(
+        raise IRValueError(
             f"pad: pad_width {pad_width!r} must give (before, after) for each of the {x.ndim} "
             f"axes of tensor {x.name!r}"
         )
     if any(not isinstance(v, int) or v < 0 for p in pairs for v in p):
-        raise IRError(f"pad: pad widths must be non-negative ints, got {pad_width!r}")
+        raise IRValueError(f"pad: pad widths must be non-negative ints, got {pad_width!r}")
     return pairs  # type: ignore[return-value]
 
 
@@ -283,7 +283,7 @@ def _check_indices(op: str, indices: Any, mode: str) -> Tensor:
             "integer dtype"
         )
     if mode not in ("clip", "wrap", "fast"):
-        raise IRError(f"{op}: mode must be 'clip', 'wrap' or 'fast', got {mode!r}")
+        raise IRValueError(f"{op}: mode must be 'clip', 'wrap' or 'fast', got {mode!r}")
     return indices
 
 
@@ -318,14 +318,14 @@ def gather(
     indices = _check_indices("gather", indices, mode)
     ax = normalize_axis("gather", data, axis)
     if indices.ndim != data.ndim:
-        raise IRError(
+        raise IRValueError(
             f"gather: indices tensor {indices.name!r} has rank {indices.ndim} but data tensor "
             f"{data.name!r} has rank {data.ndim}"
         )
     for d, (a, b) in enumerate(zip(data.shape, indices.shape)):
         ca, cb = const_int(a), const_int(b)
         if d != ax and ca is not None and cb is not None and cb > ca:
-            raise IRError(
+            raise IRValueError(
                 f"gather: indices tensor {indices.name!r} has extent {cb} on axis {d}, more "
                 f"than data tensor {data.name!r} ({ca})"
             )

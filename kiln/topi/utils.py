@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kiln.arith import simplify
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
 from kiln.tir.expr import IntImm, PrimExpr, as_const_int, const
@@ -34,7 +34,7 @@ def const_shape(op: str, t: Tensor) -> tuple[int, ...]:
     """The shape of ``t`` as ints; raises when a dimension is symbolic."""
     dims = [const_int(d) for d in t.shape]
     if any(d is None for d in dims):
-        raise IRError(f"{op}: tensor {t.name!r} needs a constant shape, got {show_shape(t)}")
+        raise IRValueError(f"{op}: tensor {t.name!r} needs a constant shape, got {show_shape(t)}")
     return tuple(d for d in dims if d is not None)
 
 
@@ -85,7 +85,7 @@ def normalize_axis(op: str, t: Tensor, axis: Any, ndim: int | None = None) -> in
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise IRError(f"{op}: axis must be an int, got {axis!r} (tensor {t.name!r})")
     if not -n <= axis < n:
-        raise IRError(
+        raise IRValueError(
             f"{op}: axis {axis} is out of range for tensor {t.name!r} of rank {n} "
             f"(valid: {-n} to {n - 1})"
         )
@@ -99,7 +99,7 @@ def normalize_axes(op: str, t: Tensor, axis: Any) -> tuple[int, ...]:
     items: Iterable[Any] = axis if isinstance(axis, (list, tuple)) else [axis]
     out = [normalize_axis(op, t, a) for a in items]
     if len(set(out)) != len(out):
-        raise IRError(f"{op}: axis {axis!r} lists an axis twice (tensor {t.name!r})")
+        raise IRValueError(f"{op}: axis {axis!r} lists an axis twice (tensor {t.name!r})")
     return tuple(sorted(out))
 
 

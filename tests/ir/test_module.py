@@ -1,7 +1,7 @@
 import pytest
 
 from kiln import tir
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir import GlobalVar, IRModule, Op, structural_equal
 from tests.tir.builders import caller_module, matmul_relu
 
@@ -31,7 +31,7 @@ def test_edits_return_new_modules():
 
 def test_duplicate_names_and_bad_values_are_errors():
     f = matmul_relu(2)
-    with pytest.raises(IRError, match="already has a function named 'f'"):
+    with pytest.raises(IRValueError, match="already has a function named 'f'"):
         IRModule({GlobalVar("f"): f, GlobalVar("f"): matmul_relu(2)})
     with pytest.raises(IRError, match="must be a function"):
         IRModule({"f": 3})  # type: ignore[dict-item]
@@ -49,7 +49,7 @@ def test_op_registry():
     op = Op.get("tir.call_extern")
     assert op is Op.get("tir.call_extern") and op.get_attr("num_args") == -1
     assert Op.get("tir.exp").get_attr("c_symbol")["float32"] == "expf"
-    with pytest.raises(IRError, match="did you mean 'tir.exp'"):
+    with pytest.raises(IRValueError, match="did you mean 'tir.exp'"):
         Op.get("nosuch.exp")  # relax.exp exists once kiln.relax is imported
     assert "tir.anylist_setitem_call_packed" in Op.list_ops()
 

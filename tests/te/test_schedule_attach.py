@@ -3,7 +3,7 @@
 import pytest
 
 from kiln import te, tir
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from tests.te.tir_text import expr, loop_summary, show
 
 
@@ -14,7 +14,7 @@ def _lower(s, args):
 
 
 def _err(fn, *needles):
-    with pytest.raises(IRError) as e:
+    with pytest.raises((IRError, IRValueError)) as e:
         fn()
     for n in needles:
         assert n in str(e.value), str(e.value)

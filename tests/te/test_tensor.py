@@ -3,11 +3,11 @@
 import pytest
 
 from kiln import te, tir
-from kiln.errors import IRError, KilnError
+from kiln.errors import IRError, IRValueError, KilnError
 
 
 def _raises(fn, *needles):
-    with pytest.raises(IRError) as e:
+    with pytest.raises((IRError, IRValueError)) as e:
         fn()
     for n in needles:
         assert n in str(e.value), str(e.value)

@@ -3,7 +3,7 @@
 import pytest
 
 from kiln import tir
-from kiln.errors import IRError, KilnError
+from kiln.errors import IRError, IRValueError, KilnError
 from kiln.ir import GlobalVar, assert_structural_equal
 from tests.tir.builders import caller_module, matmul_relu
 
@@ -60,11 +60,11 @@ def test_operators_broadcast_a_scalar_to_a_vector():
 
 def test_buffer_index_count_must_match_rank():
     A = tir.decl_buffer((4, 4), "float32", "A")
-    with pytest.raises(IRError, match="buffer 'A' has 2 dimension"):
+    with pytest.raises((IRError, IRValueError), match="buffer 'A' has 2 dimension"):
         A[1]
-    with pytest.raises(IRError, match="indexed with 3"):
+    with pytest.raises((IRError, IRValueError), match="indexed with 3"):
         tir.BufferStore(A, tir.const(1.0), (0, 1, 2))
-    with pytest.raises(IRError, match="must be an integer"):
+    with pytest.raises((IRError, IRValueError), match="must be an integer"):
         A[tir.Var("f", "float32"), 0]
 
 
@@ -143,9 +143,9 @@ def test_substitute_and_specialize():
 
 
 def test_integer_constants_must_fit_their_dtype():
-    with pytest.raises(IRError, match="does not fit int32"):
+    with pytest.raises((IRError, IRValueError), match="does not fit int32"):
         tir.IntImm("int32", 2**40)
-    with pytest.raises(IRError, match="does not fit uint8"):
+    with pytest.raises((IRError, IRValueError), match="does not fit uint8"):
         tir.convert(-1, "uint8")
     u = tir.Var("u", "uint8")
     assert isinstance(-u, tir.Sub) and (-u).a.value == 0

@@ -9,7 +9,7 @@ import pytest
 
 import kiln
 from kiln import te, tir, topi
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.topi.generic import recompute_for, rfactor
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext
 from tests.topi.conftest import allocations_of, loops_of
@@ -135,5 +135,5 @@ def test_schedule_for_rejects_non_compute_outputs() -> None:
     x = te.placeholder((3,), name="x")
     with pytest.raises(IRError, match=r"schedule_for: outputs must be computed te.Tensors"):
         topi.schedule_for(x)
-    with pytest.raises(IRError, match=r"schedule_for: needs at least one output"):
+    with pytest.raises(IRValueError, match=r"schedule_for: needs at least one output"):
         topi.schedule_for([])

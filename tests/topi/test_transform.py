@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kiln import te, topi
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.topi import Pattern, pattern_of
 from tests.topi.conftest import run
 
@@ -134,26 +134,34 @@ def test_patterns_are_injective() -> None:
 )
 def test_bad_shapes_and_axes(call, pattern: str) -> None:
     x = te.placeholder((4, 6), name="x")
-    with pytest.raises(IRError, match=pattern):
+    with pytest.raises((IRError, IRValueError), match=pattern):
         call(x)
 
 
 def test_concatenate_mismatch_names_tensors() -> None:
     a = te.placeholder((4, 6), name="a")
-    with pytest.raises(IRError, match=r"concatenate: tensor 'b' of shape \(5, 5\) does not match"):
+    with pytest.raises(
+        IRValueError, match=r"concatenate: tensor 'b' of shape \(5, 5\) does not match"
+    ):
         topi.concatenate([a, te.placeholder((5, 5), name="b")], axis=0)
-    with pytest.raises(IRError, match=r"concatenate: tensor 'c' has dtype int32"):
+    with pytest.raises((IRError, IRValueError), match=r"concatenate: tensor 'c' has dtype int32"):
         topi.concatenate([a, te.placeholder((4, 6), "int32", name="c")])
-    with pytest.raises(IRError, match=r"concatenate: tensor 'd' has rank 1"):
+    with pytest.raises((IRError, IRValueError), match=r"concatenate: tensor 'd' has rank 1"):
         topi.concatenate([a, te.placeholder((6,), name="d")])
 
 
 def test_take_and_gather_bad_input() -> None:
     x = te.placeholder((4, 6), name="x")
     i = te.placeholder((3,), "int32", name="i")
-    with pytest.raises(IRError, match=r"take: mode must be 'clip', 'wrap' or 'fast'"):
+    with pytest.raises(
+        (IRError, IRValueError), match=r"take: mode must be 'clip', 'wrap' or 'fast'"
+    ):
         topi.take(x, i, axis=0, mode="raise")
-    with pytest.raises(IRError, match=r"gather: indices tensor 'i' has rank 1 but data tensor"):
+    with pytest.raises(
+        (IRError, IRValueError), match=r"gather: indices tensor 'i' has rank 1 but data tensor"
+    ):
         topi.gather(x, 0, i)
-    with pytest.raises(IRError, match=r"gather: indices tensor 'j' has extent 9 on axis 1"):
+    with pytest.raises(
+        (IRError, IRValueError), match=r"gather: indices tensor 'j' has extent 9 on axis 1"
+    ):
         topi.gather(x, 0, te.placeholder((2, 9), "int32", name="j"))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.ir.target import Target
 from kiln.te import AxisVar, ComputeOp, Schedule, Stage, Tensor, thread_axis
 from kiln.topi import tag
@@ -62,7 +62,7 @@ def schedule_graph(sch: Schedule, ctx: ScheduleContext) -> None:
         if stage.attach_type != "root":
             continue
         if not op.axis:
-            raise IRError(
+            raise IRValueError(
                 f"schedule_for(target='cuda'): stage {stage.name!r} has no data-parallel axis "
                 "(a full reduction to a scalar); give the output at least one axis"
             )

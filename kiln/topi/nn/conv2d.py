@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.expr import PrimExpr, convert
 from kiln.topi.tag import Pattern, attrs_for
@@ -59,7 +59,7 @@ def _pair(op: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
     if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in items):
         raise IRError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
     if any(v < minimum for v in items):
-        raise IRError(f"{op}: {name} must be at least {minimum}, got {value!r}")
+        raise IRValueError(f"{op}: {name} must be at least {minimum}, got {value!r}")
     return items[0], items[1]
 
 
@@ -67,17 +67,19 @@ def _padding(op: str, value: Any) -> tuple[int, int, int, int]:
     if isinstance(value, (list, tuple)) and len(value) == 4:
         if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
             return tuple(value)  # type: ignore[return-value]
-        raise IRError(f"{op}: padding must hold non-negative ints, got {value!r}")
+        raise IRValueError(f"{op}: padding must hold non-negative ints, got {value!r}")
     ph, pw = _pair(op, "padding", value, 0)
     return ph, pw, ph, pw
 
 
 def _shape(op: str, t: Tensor, what: str) -> tuple[int, int, int, int]:
     if t.ndim != 4:
-        raise IRError(f"{op}: {what} {t.name!r} must be 4-D (NCHW / OIHW), got {show_shape(t)}")
+        raise IRValueError(
+            f"{op}: {what} {t.name!r} must be 4-D (NCHW / OIHW), got {show_shape(t)}"
+        )
     dims = [const_int(d) for d in t.shape]
     if any(d is None for d in dims):
-        raise IRError(f"{op}: {what} {t.name!r} needs a constant shape, got {show_shape(t)}")
+        raise IRValueError(f"{op}: {what} {t.name!r} needs a constant shape, got {show_shape(t)}")
     return tuple(d for d in dims if d is not None)  # type: ignore[return-value]
 
 
@@ -99,16 +101,16 @@ def conv_dims(
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise IRError(f"{op}: groups must be a positive int, got {groups!r}")
     if c % groups:
-        raise IRError(
+        raise IRValueError(
             f"{op}: data {data.name!r} has {c} channels, which groups={groups} does not divide"
         )
     if o % groups:
-        raise IRError(
+        raise IRValueError(
             f"{op}: kernel {kernel.name!r} has {o} output channels, which groups={groups} "
             "does not divide"
         )
     if cg != c // groups:
-        raise IRError(
+        raise IRValueError(
             f"{op}: kernel {kernel.name!r} {show_shape(kernel)} expects {cg} input channels per "
             f"group, but data {data.name!r} {show_shape(data)} has {c} channels in {groups} "
             f"group(s) ({c // groups} per group)"
@@ -119,7 +121,7 @@ def conv_dims(
     oh = (h + pad[0] + pad[2] - dh * (kh - 1) - 1) // sh + 1
     ow = (w + pad[1] + pad[3] - dw * (kw - 1) - 1) // sw + 1
     if oh < 1 or ow < 1:
-        raise IRError(
+        raise IRValueError(
             f"{op}: the {kh}x{kw} kernel {kernel.name!r} (dilation {dh}x{dw}) does not fit the "
             f"padded {h}x{w} input {data.name!r}; the output would be {oh}x{ow}"
         )

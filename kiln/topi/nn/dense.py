@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.expr import IntImm, PrimExpr, convert
 from kiln.topi.tag import Pattern, attrs_for
@@ -58,7 +58,7 @@ def _check_pair(op: str, a: Any, b: Any, rank: int) -> tuple[Tensor, Tensor]:
     b = check_tensor(op, b, "the second operand")
     for t in (a, b):
         if t.ndim != rank:
-            raise IRError(
+            raise IRValueError(
                 f"{op}: tensor {t.name!r} must have rank {rank}, got shape {show_shape(t)}"
             )
         check_numeric(op, t)
@@ -79,7 +79,7 @@ def matmul_dims(op: str, a: Any, b: Any, transpose_a: bool, transpose_b: bool) -
     n, ka = (a1, a0) if transpose_a else (a0, a1)
     kb, m = (b1, b0) if transpose_b else (b0, b1)
     if not _same(ka, kb):
-        raise IRError(
+        raise IRValueError(
             f"{op}: inner dimensions differ: {a.name!r} {show_shape(a)} has {_show(ka)} "
             f"{'rows' if transpose_a else 'columns'} but {b.name!r} {show_shape(b)} has "
             f"{_show(kb)} {'columns' if transpose_b else 'rows'}"
@@ -87,7 +87,7 @@ def matmul_dims(op: str, a: Any, b: Any, transpose_a: bool, transpose_b: bool) -
     batch: tuple[PrimExpr, ...] = ()
     if ab:
         if not (_same(ab[0], bb[0]) or _is_one(ab[0]) or _is_one(bb[0])):
-            raise IRError(
+            raise IRValueError(
                 f"{op}: batch sizes differ: {a.name!r} {show_shape(a)} and {b.name!r} "
                 f"{show_shape(b)} (a batch of 1 broadcasts)"
             )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir import op as tir_op
 from kiln.tir.expr import PrimExpr
@@ -36,7 +36,7 @@ from kiln.topi.utils import (
 def _trailing_axes(x: Tensor, axis: Any) -> tuple[int, ...]:
     dims = normalize_axes("layer_norm", x, axis)
     if not dims or list(dims) != list(range(x.ndim - len(dims), x.ndim)):
-        raise IRError(
+        raise IRValueError(
             f"layer_norm: axes {axis!r} of tensor {x.name!r} must be the trailing axes "
             f"(for example -1, or [-2, -1])"
         )
@@ -57,7 +57,7 @@ def _check_param(op: str, p: Any, shape: tuple[Any, ...], x: Tensor, what: str) 
     if len(have) != len(want) or any(
         a is not None and b is not None and a != b for a, b in zip(have, want)
     ):
-        raise IRError(
+        raise IRValueError(
             f"{op}: {what} tensor {p.name!r} has shape {tuple(have)}, expected {tuple(want)} "
             f"(the normalized axes of tensor {x.name!r})"
         )
@@ -78,7 +78,7 @@ def _row_stats(x: Tensor, dims: tuple[int, ...], epsilon: float, name: str) -> d
     """``sum``, ``mean``, ``var`` (a second pass over ``x - mean``) and ``rstd`` per row."""
     exts = [const_int(x.shape[d]) for d in dims]
     if any(e is None for e in exts):
-        raise IRError(f"layer_norm: the normalized axes of tensor {x.name!r} must be constant")
+        raise IRValueError(f"layer_norm: the normalized axes of tensor {x.name!r} must be constant")
     count = prod(e for e in exts if e is not None)
     inv_n = fconst(1.0 / count if count else float("inf"), x.dtype)
     nr = x.ndim - len(dims)
@@ -162,7 +162,7 @@ def batch_norm(
         )
     ]
     if any(p is None for p in params):
-        raise IRError("batch_norm: gamma, beta, moving_mean and moving_var are all required")
+        raise IRValueError("batch_norm: gamma, beta, moving_mean and moving_var are all required")
     g, b, mu, var = params  # type: ignore[misc]
     eps = fconst(epsilon, x.dtype)
     scale = te.compute(

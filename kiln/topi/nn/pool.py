@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, Max, Min, PrimExpr, convert
 from kiln.tir.op import min_value
@@ -31,7 +31,7 @@ def _pair(op: str, value: Any, what: str) -> tuple[int, int]:
     if len(items) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise IRError(f"{op}: {what} must be an int or a pair of ints, got {value!r}")
     if any(v <= 0 for v in items):
-        raise IRError(f"{op}: {what} must be positive, got {value!r}")
+        raise IRValueError(f"{op}: {what} must be positive, got {value!r}")
     return items[0], items[1]
 
 
@@ -73,7 +73,7 @@ class _Window:
         self.x = check_tensor(op, x)
         check_numeric(op, self.x)
         if self.x.ndim != 4:
-            raise IRError(
+            raise IRValueError(
                 f"{op}: tensor {self.x.name!r} must be NCHW (rank 4), has rank {self.x.ndim}"
             )
         _, _, self.h, self.w = const_shape(op, self.x)
@@ -84,7 +84,7 @@ class _Window:
         self.oh = _out_size(self.h, self.kh, self.sh, self.pt, self.pb, self.dh, ceil_mode)
         self.ow = _out_size(self.w, self.kw, self.sw, self.pl, self.pr, self.dw, ceil_mode)
         if self.oh <= 0 or self.ow <= 0:
-            raise IRError(
+            raise IRValueError(
                 f"{op}: the window ({self.kh}x{self.kw}) does not fit tensor {self.x.name!r} of "
                 f"spatial size {self.h}x{self.w} with this padding"
             )
@@ -167,7 +167,7 @@ def global_avg_pool2d(x: Tensor, name: str = "T_global_avg_pool2d") -> Tensor:
     """The mean over H and W of an NCHW tensor, keeping them as extent-1 axes."""
     x = check_tensor("global_avg_pool2d", x)
     if x.ndim != 4:
-        raise IRError(
+        raise IRValueError(
             f"global_avg_pool2d: tensor {x.name!r} must be NCHW (rank 4), has rank {x.ndim}"
         )
     return mean(x, axis=(2, 3), keepdims=True, name=name)

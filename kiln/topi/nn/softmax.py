@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
-from kiln.errors import IRError
+from kiln.errors import IRValueError
 from kiln.te import Tensor
 from kiln.tir import op as tir_op
 from kiln.tir.expr import Max, PrimExpr
@@ -68,7 +68,7 @@ def _parts(op: str, x: Any, axis: int, name: str) -> tuple[Tensor, int, Tensor, 
     x = check_tensor(op, x)
     check_float(op, x)
     if x.ndim == 0:
-        raise IRError(f"{op}: tensor {x.name!r} is a scalar; {op} needs at least one axis")
+        raise IRValueError(f"{op}: tensor {x.name!r} is a scalar; {op} needs at least one axis")
     ax = normalize_axis(op, x, axis)
     m = _row_reduce(x, ax, te.max, f"{name}_max")
     e = _shifted_exp(x, m, ax, f"{name}_exp")
