@@ -18,6 +18,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.runtime import Module, build_module
 from kiln.runtime.cuda_compile import compile_cuda
+from kiln.runtime.toolchain import default_flags
 from kiln.tir.analysis.device import is_kernel
 from kiln.tir.attrs import PACKED_API, TARGET
 from kiln.tir.function import PrimFunc
@@ -77,12 +78,22 @@ def codegen(mod: IRModule, target: Target) -> str:
     return gen(mod, target)
 
 
+def compile_flags(target: Target, flags: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The C compiler flags of a build for ``target``: the toolchain's defaults for the CPU of
+    its host code (``-march=<mcpu>``, ``native`` unless the target names a CPU), or ``flags``
+    with that ``-march=`` added when they name none."""
+    march = str(target.host_target().get("mcpu", "native"))
+    if flags is None:
+        return default_flags(march)
+    given = tuple(flags)
+    return given if any(f.startswith("-march=") for f in given) else (*given, f"-march={march}")
+
+
 def compile_source(
     source: str, target: Target, *, flags: Sequence[str] | None = None, name_hint: str = "kiln"
 ) -> Module:
-    """Compile generated source (cached on disk) and load it as a runtime `Module`."""
+    """Compile generated source (cached on disk) and load it as a runtime `Module`; the flags
+    are `compile_flags` (the cache key covers them)."""
     if target.kind not in ("c", "cuda"):  # a CUDA build is host C with the CUBIN inside
         raise KilnError(f"cannot compile sources for target {target.kind!r} yet")
-    return build_module(
-        source, flags=tuple(flags) if flags is not None else None, name_hint=name_hint
-    )
+    return build_module(source, flags=compile_flags(target, flags), name_hint=name_hint)

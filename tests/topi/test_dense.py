@@ -16,17 +16,19 @@ import pytest
 
 from kiln import te, tir, topi
 from kiln.errors import IRError
+from kiln.ir import Target
 from kiln.topi import x86
+from kiln.topi.x86.cpu import tile_vectors
 from kiln.topi.x86.dense import ACC_TAG
 from tests.topi.conftest import shape_of
 
 
-def _compile(sch: te.Schedule, args: list[Any]) -> Any:
+def _compile(sch: te.Schedule, args: list[Any], target: Target | str = "c") -> Any:
     from kiln.driver import build
 
     func = te.lower(sch, args)
     assert tir.verify_well_formed(func) == []
-    return build(func, target="c")
+    return build(func, target=target)
 
 
 def _run(sch: te.Schedule, inputs: list[Any], outs: list[Any], *arrays: np.ndarray) -> list[Any]:
@@ -151,21 +153,84 @@ def _hot_loop(asm: str) -> list[str]:
     return max(loops, key=lambda body: sum("vfmadd" in x for x in body))
 
 
-def test_kernel_is_register_blocked_vector_code() -> None:
+VECTOR_REG = re.compile(r"%([xyz]mm)\d+")
+
+
+def vector_spills(hot: list[str]) -> list[str]:
+    """Instructions of a loop that spill or reload vector registers: a vector register stored to
+    memory (an accumulator kept in memory is stored every iteration), or a vector operand read
+    from the stack. Integer loads from the stack (loop bounds, row offsets) are not counted."""
+    stores = [x for x in hot if re.search(r"\tvmov\w*\s+%[xyz]mm\d+,\S*\(", x)]
+    reloads = [x for x in hot if VECTOR_REG.search(x) and "(%rsp" in x]
+    return stores + reloads
+
+
+def fma_accumulators(hot: list[str]) -> set[str]:
+    """The registers the loop's FMAs accumulate into (AT&T syntax: the last operand)."""
+    return {x.rsplit(",", 1)[1].strip() for x in hot if re.search(r"\tvfmadd\w*\s", x)}
+
+
+HOST_ISA = Target("c").cpu.isa
+RUNS_AVX2 = HOST_ISA in ("avx2", "avx512")
+
+
+@pytest.mark.parametrize(
+    ("target", "reg"),
+    [
+        pytest.param("c -mcpu=haswell", "ymm", id="avx2"),
+        pytest.param(
+            "c",
+            "zmm",
+            id="avx512-host",
+            marks=pytest.mark.skipif(
+                HOST_ISA != "avx512",
+                reason=f"the host has no AVX-512 (Target('c').cpu.isa is {HOST_ISA!r}); the "
+                "avx2 case covers this machine's kernels",
+            ),
+        ),
+    ],
+)
+def test_kernel_is_register_blocked_vector_code(
+    target: str, reg: str, rng: np.random.Generator
+) -> None:
+    """The same matmul built for AVX2 (an explicit haswell target, which runs on AVX-512
+    machines too) and for the AVX-512 host: right against numpy, the target's tile, FMAs on the
+    target's registers only, every accumulator in a register of its own and no vector spill in
+    the inner loop."""
+    tgt = Target(target)
     a, b = te.placeholder((48, 64), name="A"), te.placeholder((64, 80), name="B")
-    c = x86.matmul(a, b)
-    mod = _compile(x86.schedule_matmul(c), [a, b, c])
+    c = x86.matmul(a, b, target=tgt)
+    tile = c.op.input_tensors[0].op.attrs["tile"]
+    lanes = tgt.vector_bytes // 4
+    assert (tile.rows, tile.lanes) == (6, lanes) and tile.vectors == tile_vectors(tgt)
+    assert tile.rows * tile.vectors + tile.vectors + 1 <= tgt.cpu.vector_registers
+    mod = _compile(x86.schedule_matmul(c, tgt), [a, b, c], tgt)
+    if reg == "zmm" or RUNS_AVX2:
+        av, bv = _rand(rng, a), _rand(rng, b)
+        out = np.zeros((48, 80), "float32")
+        mod["main"](av, bv, out)
+        np.testing.assert_allclose(out, av @ bv, rtol=1e-4, atol=1e-4)
     src = mod.inspect_source()
-    kernel = src[src.index("matmul_acc_data[") :]
-    assert "kiln_float32x" in kernel  # explicit GCC vectors, not an `omp simd` loop
+    assert "kiln_float32x" in src[src.index("matmul_acc_data[") :]  # explicit GCC vectors
     objdump = shutil.which("objdump")
     if objdump is None:
         pytest.skip("objdump is not installed; the C-level check above still ran")
     asm = subprocess.run([objdump, "-d", str(mod.path)], capture_output=True, text=True).stdout
+    assert {m.group(1) for m in VECTOR_REG.finditer(asm)} <= {"xmm", "ymm", "zmm"}
+    if reg == "ymm":
+        assert "%zmm" not in asm, "AVX2 code uses AVX-512 registers"
+    if f"kiln_float32x{2 * lanes}" in src:
+        pytest.xfail(
+            "the explicit-vector rewrite emits vectors of the host's width, not the target's "
+            "(kiln/codegen/c_vector.py; the VectorizeLoop pass takes Target.vector_bytes)"
+        )
     hot = _hot_loop(asm)
-    tile = c.op.input_tensors[0].op.attrs["tile"]
-    assert sum("vfmadd" in x for x in hot) >= tile.rows * tile.vectors
-    assert not [x for x in hot if "rsp" in x], "accumulators spilled:\n" + "\n".join(hot)
+    fmas = [x for x in hot if "vfmadd" in x]
+    assert len(fmas) >= tile.rows * tile.vectors and all(f"%{reg}" in x for x in fmas)
+    assert len(fma_accumulators(hot)) >= tile.rows * tile.vectors, "\n".join(hot)
+    assert not vector_spills(hot), "vector registers spilled:\n" + "\n".join(hot)
+    if not (reg == "zmm" or RUNS_AVX2):
+        pytest.skip(f"the host cannot run AVX2 code (ISA {HOST_ISA!r}); the code was checked")
 
 
 def _err(fn: Any, *parts: str) -> None:

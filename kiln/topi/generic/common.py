@@ -1,11 +1,7 @@
 """What every default CPU schedule shares: the context, the registry, vector width, helpers.
 
-NOTE: the vector width comes from a target attribute ``vector_bytes`` when the target has one;
-kiln's ``c`` target kind declares no attributes yet, so the default is 64 bytes (16 float32
-lanes, one AVX-512 register, the issue's target machine). On a CPU with only AVX2 (this VM
-reports none of the avx512 flags, and ``-march=native`` then selects 32-byte vectors), GCC
-emits two 256-bit operations per 16-lane loop body, which still vectorizes fully and gives two
-independent accumulators in reductions.
+The vector width is the target's (`kiln.ir.Target.vector_bytes`: the ISA of the ``c`` target's
+``mcpu``, the host's by default): 16 float32 lanes with AVX-512, 8 with AVX2.
 """
 
 from __future__ import annotations
@@ -15,10 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kiln.ir.dtype import DataType
+from kiln.ir.target import Target
 from kiln.te import AxisVar, Schedule, Stage, Tensor
 from kiln.topi.utils import const_int, prod
-
-DEFAULT_VECTOR_BYTES = 64
 
 PARALLEL_MIN_ELEMENTS = 16384
 """Loops touching fewer elements run on one thread: an OpenMP fork/join costs microseconds."""
@@ -33,15 +28,14 @@ class ScheduleContext:
     """State shared by the schedules of one graph: the target, the output stages, and the
     stages already placed (``done``)."""
 
-    target: Any
+    target: Target
     outputs: list[Stage] = field(default_factory=list)
     done: set[Stage] = field(default_factory=set)
 
     def lanes(self, dtype: DataType) -> int:
-        """SIMD lanes of ``dtype`` (values narrower than 4 bytes are computed as float32)."""
-        getter = getattr(self.target, "get", None)
-        width = getter("vector_bytes") if callable(getter) else None
-        return int(width or DEFAULT_VECTOR_BYTES) // max(dtype.itemsize, 4)
+        """SIMD lanes of ``dtype`` in one of the target's vector registers (values narrower
+        than 4 bytes are computed as float32)."""
+        return self.target.vector_bytes // max(dtype.itemsize, 4)
 
 
 ScheduleFn = Callable[[Schedule, Tensor, ScheduleContext], None]
