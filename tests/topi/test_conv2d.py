@@ -7,6 +7,7 @@ Each test builds all of its convolutions into one function: compiling dominates 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,10 @@ import pytest
 
 from kiln import te, tir, topi
 from kiln.errors import IRError
+from kiln.ir import Target
 from kiln.topi import x86
 from kiln.topi.x86.conv2d import ACC_TAG
+from kiln.topi.x86.cpu import tile_vectors
 from tests.topi.conftest import shape_of
 
 # (n, c, h, w, o, kh, kw, stride, padding, dilation, groups)
@@ -65,20 +68,44 @@ def _build_cases(make: Any, rng: np.random.Generator) -> tuple[list[Any], list[A
     return inputs, outs, arrays
 
 
-def _run(sch: te.Schedule, inputs: list[Any], outs: list[Any], arrays: list[Any]) -> list[Any]:
+def _run(
+    sch: te.Schedule, inputs: list[Any], outs: list[Any], arrays: list[Any], target: str = "c"
+) -> list[Any]:
     from kiln.driver import build
 
     func = te.lower(sch, [*inputs, *outs])
     assert tir.verify_well_formed(func) == []
     results = [np.zeros(shape_of(t), "float32") for t in outs]
-    build(func, target="c")["main"](*arrays, *results)
+    build(func, target=target)["main"](*arrays, *results)
     return results
 
 
-@pytest.mark.parametrize("make", [x86.conv2d_nchw, topi.nn.conv2d_nchw], ids=["x86", "plain"])
-def test_conv2d_against_numpy(make: Any, rng: np.random.Generator) -> None:
-    inputs, outs, arrays = _build_cases(make, rng)
-    got = _run(x86.schedule_conv2d_nchw(outs), inputs, outs, arrays)
+AVX2 = "c -mcpu=haswell"
+"""An AVX2 + FMA target: its code runs on AVX-512 machines too."""
+
+needs_avx2 = pytest.mark.skipif(
+    Target("c").cpu.isa not in ("avx2", "avx512"), reason="the host cannot run AVX2 code"
+)
+
+
+@pytest.mark.parametrize(
+    ("make", "target"),
+    [
+        (x86.conv2d_nchw, "c"),
+        pytest.param(x86.conv2d_nchw, AVX2, marks=needs_avx2),
+        (topi.nn.conv2d_nchw, "c"),
+    ],
+    ids=["x86", "x86-avx2", "plain"],
+)
+def test_conv2d_against_numpy(make: Any, target: str, rng: np.random.Generator) -> None:
+    extra = {"target": target} if make is x86.conv2d_nchw else {}
+    inputs, outs, arrays = _build_cases(functools.partial(make, **extra), rng)
+    if extra:  # the register tile is the target's: 6 channels x as many registers as fit
+        tile = outs[1].op.input_tensors[0].op.attrs["tile"]
+        lanes = Target(target).vector_bytes // 4
+        assert tile.rows == 6 and tile.tw % lanes == 0
+        assert tile.th * tile.tw == tile_vectors(Target(target)) * lanes
+    got = _run(x86.schedule_conv2d_nchw(outs, target), inputs, outs, arrays, target)
     for k, case in enumerate(CASES):
         s, p, d, g = case[7:]
         want = conv_ref(arrays[2 * k], arrays[2 * k + 1], s, p, d, g)

@@ -31,9 +31,11 @@ def _compile(sch: te.Schedule, args: list[Any], target: Target | str = "c") -> A
     return build(func, target=target)
 
 
-def _run(sch: te.Schedule, inputs: list[Any], outs: list[Any], *arrays: np.ndarray) -> list[Any]:
+def _run(
+    sch: te.Schedule, inputs: list[Any], outs: list[Any], *arrays: np.ndarray, target: str = "c"
+) -> list[Any]:
     results = [np.zeros(shape_of(t), dtype=str(t.dtype)) for t in outs]
-    _compile(sch, [*inputs, *outs])["main"](*arrays, *results)
+    _compile(sch, [*inputs, *outs], target)["main"](*arrays, *results)
     return results
 
 
@@ -54,20 +56,37 @@ def _t(x: np.ndarray, flag: bool) -> np.ndarray:
 FLAGS = [(False, False), (False, True), (True, False), (True, True)]
 
 
-@pytest.mark.parametrize("make", [x86.matmul, topi.nn.matmul], ids=["x86", "plain"])
-def test_matmul_odd_shapes_and_transposes(make: Any, rng: np.random.Generator) -> None:
+AVX2 = "c -mcpu=haswell"
+"""An AVX2 + FMA target: its code runs on AVX-512 machines too."""
+
+RUNS_AVX2 = Target("c").cpu.isa in ("avx2", "avx512")
+needs_avx2 = pytest.mark.skipif(not RUNS_AVX2, reason="the host cannot run AVX2 (haswell) code")
+
+
+@pytest.mark.parametrize(
+    ("make", "target"),
+    [
+        (x86.matmul, "c"),
+        pytest.param(x86.matmul, AVX2, marks=needs_avx2),
+        (topi.nn.matmul, "c"),
+        pytest.param(topi.nn.matmul, AVX2, marks=needs_avx2),
+    ],
+    ids=["x86", "x86-avx2", "plain", "plain-avx2"],
+)
+def test_matmul_odd_shapes_and_transposes(make: Any, target: str, rng: np.random.Generator) -> None:
     shapes = [(1, 1, 1), (17, 33, 65), (7, 5, 3), (6, 16, 4), (13, 40, 9)]
     inputs, outs, want = [], [], []
+    extra = {"target": target} if make is x86.matmul else {}
     for s, (n, m, k) in enumerate(shapes):
         for f, (ta, tb) in enumerate(FLAGS):
             a, b = _operands(n, m, k, ta, tb, f"{s}_{f}")
             inputs += [a, b]
-            outs.append(make(a, b, ta, tb, name=f"C{s}_{f}"))
+            outs.append(make(a, b, ta, tb, name=f"C{s}_{f}", **extra))
     arrays = [_rand(rng, t) for t in inputs]
     for j in range(0, len(arrays), 2):
         (ta, tb) = FLAGS[(j // 2) % 4]
         want.append(_t(arrays[j], ta) @ _t(arrays[j + 1], tb))
-    got = _run(x86.schedule_matmul(outs), inputs, outs, *arrays)
+    got = _run(x86.schedule_matmul(outs, target), inputs, outs, *arrays, target=target)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
@@ -171,13 +190,12 @@ def fma_accumulators(hot: list[str]) -> set[str]:
 
 
 HOST_ISA = Target("c").cpu.isa
-RUNS_AVX2 = HOST_ISA in ("avx2", "avx512")
 
 
 @pytest.mark.parametrize(
     ("target", "reg"),
     [
-        pytest.param("c -mcpu=haswell", "ymm", id="avx2"),
+        pytest.param(AVX2, "ymm", id="avx2"),
         pytest.param(
             "c",
             "zmm",

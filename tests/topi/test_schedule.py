@@ -10,6 +10,7 @@ import pytest
 import kiln
 from kiln import te, tir, topi
 from kiln.errors import IRError
+from kiln.ir import Target
 from kiln.topi.generic import recompute_for, rfactor
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext
 from tests.topi.conftest import allocations_of, loops_of
@@ -34,11 +35,17 @@ def _alloc_elems(func) -> list[int]:
     return out
 
 
-def test_injective_vectorizes_and_parallelizes_big_tensors() -> None:
+@pytest.mark.parametrize(
+    ("target", "lanes"), [("c -mcpu=haswell", 8), ("c -mcpu=x86-64-v4", 16), ("c", None)]
+)
+def test_injective_vectorizes_and_parallelizes_big_tensors(target: str, lanes: int | None) -> None:
+    """Vector loops are one register of the target wide (the host's for plain ``c``)."""
+    lanes = lanes or Target("c").vector_bytes // 4
     x = te.placeholder((256, 1024), name="x")
-    f = _lower(topi.exp(x), [x])
+    y = topi.exp(x)
+    f = te.lower(topi.schedule_for(y, target), [x, y])
     vec = [lp for lp in loops_of(f) if lp.kind == tir.ForKind.VECTORIZED]
-    assert len(vec) == 1 and vec[0].extent.value == 16
+    assert len(vec) == 1 and vec[0].extent.value == lanes
     assert _kinds(f).count(tir.ForKind.PARALLEL) == 1
     small = te.placeholder((3, 5), name="s")
     g = _lower(topi.exp(small), [small])
