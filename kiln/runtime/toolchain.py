@@ -96,7 +96,11 @@ def find_compiler() -> list[str]:
 @functools.lru_cache(maxsize=None)
 def compiler_version(cc: tuple[str, ...]) -> str:
     """The output of `<cc> --version`, memoized per process (part of the cache key)."""
-    cmd = [*cc, "--version"]
+    return _ask_compiler([*cc, "--version"])
+
+
+def _ask_compiler(cmd: list[str]) -> str:
+    """The standard output of compiler command ``cmd``; `ToolchainError` when it fails."""
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as e:
@@ -125,14 +129,8 @@ def march_macros(cc: tuple[str, ...], march: str) -> frozenset[str]:
     """The macros `<cc> -march=<march>` predefines (``__AVX2__``, ``__AVX512F__``, ...): what
     code for that CPU may use. Memoized per process; `ToolchainError` when the compiler rejects
     the name."""
-    cmd = [*cc, f"-march={march}", "-dM", "-E", "-x", "c", os.devnull]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as e:
-        raise ToolchainError(cmd, f"cannot run the C compiler: {e}. {_FIX_HINT}") from e
-    if proc.returncode != 0:
-        raise ToolchainError(cmd, proc.stderr or proc.stdout)
-    return frozenset(ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("#define "))
+    out = _ask_compiler([*cc, f"-march={march}", "-dM", "-E", "-x", "c", os.devnull])
+    return frozenset(ln.split()[1] for ln in out.splitlines() if ln.startswith("#define "))
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,6 +10,7 @@ import pytest
 from kiln import te, tir, topi
 from kiln.errors import IRError
 from kiln.ir import Target
+from kiln.topi.generic.common import ACCUMULATOR_VECTORS
 from tests.topi.conftest import build, loops_of, run
 
 CASES = [
@@ -112,8 +113,9 @@ def test_symbolic_reduction_extent(rng) -> None:
     ("target", "lanes"), [("c -mcpu=haswell", 8), ("c -mcpu=x86-64-v4", 16), ("c", None)]
 )
 def test_schedules_vectorize_and_parallelize(target: str, lanes: int | None) -> None:
-    """Vector loops are one register of the target wide (the host's for plain ``c``)."""
-    lanes = lanes or Target("c").vector_bytes // 4
+    """A reduction over the outer axis accumulates a vector of outputs per step: as many
+    registers of the target's width (the host's for plain ``c``) as a reduction keeps."""
+    lanes = ACCUMULATOR_VECTORS * (lanes or Target("c").vector_bytes // 4)
     x = te.placeholder((256, 1024), name="x")
     rows = topi.sum(x, 1)
     inner = te.lower(topi.schedule_for(rows, target), [x, rows])
