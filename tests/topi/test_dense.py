@@ -6,9 +6,6 @@ Builds dominate the run time, so each test puts several products into one functi
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
@@ -20,7 +17,14 @@ from kiln.ir import Target
 from kiln.topi import x86
 from kiln.topi.x86.cpu import tile_vectors
 from kiln.topi.x86.dense import ACC_TAG
-from tests.topi.conftest import shape_of
+from tests.topi.conftest import (
+    VECTOR_REG,
+    fma_accumulators,
+    hot_loop,
+    machine_code,
+    shape_of,
+    vector_spills,
+)
 
 
 def _compile(sch: te.Schedule, args: list[Any], target: Target | str = "c") -> Any:
@@ -156,39 +160,6 @@ def test_registered_with_schedule_for(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(got[1], xv @ wv.T + bv, rtol=1e-4, atol=1e-4)
 
 
-def _hot_loop(asm: str) -> list[str]:
-    """The innermost loop (from a backward jump's target to the jump) with the most FMAs."""
-    lines = []
-    for line in asm.splitlines():
-        m = re.match(r"\s*([0-9a-f]+):\t", line)
-        if m:
-            lines.append((int(m.group(1), 16), line))
-    loops = []
-    for addr, line in lines:
-        jump = re.search(r"\tj[a-z]+\s+([0-9a-f]+) <", line)
-        if jump and int(jump.group(1), 16) < addr:
-            start = int(jump.group(1), 16)
-            loops.append([x for a, x in lines if start <= a <= addr])
-    return max(loops, key=lambda body: sum("vfmadd" in x for x in body))
-
-
-VECTOR_REG = re.compile(r"%([xyz]mm)\d+")
-
-
-def vector_spills(hot: list[str]) -> list[str]:
-    """Instructions of a loop that spill or reload vector registers: a vector register stored to
-    memory (an accumulator kept in memory is stored every iteration), or a vector operand read
-    from the stack. Integer loads from the stack (loop bounds, row offsets) are not counted."""
-    stores = [x for x in hot if re.search(r"\tvmov\w*\s+%[xyz]mm\d+,\S*\(", x)]
-    reloads = [x for x in hot if VECTOR_REG.search(x) and "(%rsp" in x]
-    return stores + reloads
-
-
-def fma_accumulators(hot: list[str]) -> set[str]:
-    """The registers the loop's FMAs accumulate into (AT&T syntax: the last operand)."""
-    return {x.rsplit(",", 1)[1].strip() for x in hot if re.search(r"\tvfmadd\w*\s", x)}
-
-
 HOST_ISA = Target("c").cpu.isa
 
 
@@ -230,10 +201,7 @@ def test_kernel_is_register_blocked_vector_code(
         np.testing.assert_allclose(out, av @ bv, rtol=1e-4, atol=1e-4)
     src = mod.inspect_source()
     assert "kiln_float32x" in src[src.index("matmul_acc_data[") :]  # explicit GCC vectors
-    objdump = shutil.which("objdump")
-    if objdump is None:
-        pytest.skip("objdump is not installed; the C-level check above still ran")
-    asm = subprocess.run([objdump, "-d", str(mod.path)], capture_output=True, text=True).stdout
+    asm = machine_code(mod)
     assert {m.group(1) for m in VECTOR_REG.finditer(asm)} <= {"xmm", "ymm", "zmm"}
     if reg == "ymm":
         assert "%zmm" not in asm, "AVX2 code uses AVX-512 registers"
@@ -242,7 +210,7 @@ def test_kernel_is_register_blocked_vector_code(
             "the explicit-vector rewrite emits vectors of the host's width, not the target's "
             "(kiln/codegen/c_vector.py; the VectorizeLoop pass takes Target.vector_bytes)"
         )
-    hot = _hot_loop(asm)
+    hot = hot_loop(asm)
     fmas = [x for x in hot if "vfmadd" in x]
     assert len(fmas) >= tile.rows * tile.vectors and all(f"%{reg}" in x for x in fmas)
     assert len(fma_accumulators(hot)) >= tile.rows * tile.vectors, "\n".join(hot)
