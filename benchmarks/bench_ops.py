@@ -1,12 +1,14 @@
 """Operator benchmarks: kiln's default CPU schedules against numpy and PyTorch, in one run.
 
     python benchmarks/bench_ops.py [--threads 1,2] [--runs 30] [--cases matmul,conv2d,...]
-                                   [--readme benchmarks/README.md]
+                                   [--target "c -mcpu=haswell"] [--readme benchmarks/README.md]
 
 Cases: matmul fp32 M x N x K = 64x256x512, 512^3, 1024^3 (BLAS order: A is M x K, B is K x N);
 conv2d NCHW 1x64x56x56 with 64 3x3 filters, padding 1 (numpy: im2col + one matmul); and, when
 `kiln.topi` provides them, relu(x * a + b) summed over 1M floats (fused in kiln, numpy's unfused
-expression), softmax over 128x1024 and layer_norm over 128x768 (last axis, no affine).
+expression), softmax over 128x1024 and layer_norm over 128x768 (last axis, no affine). kiln
+builds for ``--target`` (default ``c``, the host CPU; e.g. ``c -mcpu=haswell`` times AVX2 code on
+an AVX-512 machine).
 
 Processes and threads: every (library, thread count) pair is timed in a worker process of its
 own, started with ``OMP_NUM_THREADS``, ``KILN_NUM_THREADS``, ``MKL_NUM_THREADS`` and
@@ -50,6 +52,10 @@ Bench = tuple[str, float, Callable[[], Any]]
 
 
 # -- kiln ------------------------------------------------------------------------------------------
+TARGET = "c"
+"""The target kiln builds for (``--target``; set in the worker)."""
+
+
 def kiln_call(sch: Any, inputs: list[Any], outs: list[Any], arrays: list[Any]) -> Any:
     """Build ``sch`` over ``inputs + outs``; returns (call on preallocated arrays, outputs)."""
     import numpy as np
@@ -57,7 +63,7 @@ def kiln_call(sch: Any, inputs: list[Any], outs: list[Any], arrays: list[Any]) -
     import kiln
     from kiln import te
 
-    fn = kiln.build(te.lower(sch, [*inputs, *outs]))["main"]
+    fn = kiln.build(te.lower(sch, [*inputs, *outs]), target=TARGET)["main"]
     results = [np.zeros([int(d.value) for d in t.shape], str(t.dtype)) for t in outs]
     args = [*arrays, *results]
     return (lambda: fn(*args)), results
@@ -71,8 +77,8 @@ def kiln_matmul(a: Any, b: Any) -> Callable[[], Any]:
     from kiln.topi import x86
 
     at, bt = te.placeholder(a.shape, name="A"), te.placeholder(b.shape, name="B")
-    ct = x86.matmul(at, bt)
-    call, (out,) = kiln_call(x86.schedule_matmul(ct), [at, bt], [ct], [a, b])
+    ct = x86.matmul(at, bt, target=TARGET)
+    call, (out,) = kiln_call(x86.schedule_matmul(ct, TARGET), [at, bt], [ct], [a, b])
     call()
     np.testing.assert_allclose(out, a @ b, rtol=1e-3, atol=1e-3)
     return call
@@ -86,8 +92,8 @@ def kiln_conv(x: Any, w: Any) -> Callable[[], Any]:
     from kiln.topi import x86
 
     xt, wt = te.placeholder(x.shape, name="x"), te.placeholder(w.shape, name="w")
-    yt = x86.conv2d_nchw(xt, wt, 1, 1)
-    call, (out,) = kiln_call(x86.schedule_conv2d_nchw(yt), [xt, wt], [yt], [x, w])
+    yt = x86.conv2d_nchw(xt, wt, 1, 1, target=TARGET)
+    call, (out,) = kiln_call(x86.schedule_conv2d_nchw(yt, TARGET), [xt, wt], [yt], [x, w])
     call()
     want = im2col_conv(x, w)().reshape(out.shape)
     np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
@@ -107,7 +113,7 @@ def kiln_topi(case: str, x: Any, ref: Callable[[], Any]) -> Callable[[], Any]:
         yt = topi.nn.softmax(xt)
     else:
         yt = topi.nn.layer_norm(xt)
-    call, (out,) = kiln_call(topi.schedule_for(yt), [xt], [yt], [x])
+    call, (out,) = kiln_call(topi.schedule_for(yt, TARGET), [xt], [yt], [x])
     call()
     np.testing.assert_allclose(out, ref(), rtol=1e-3, atol=1e-4)
     return call
@@ -288,7 +294,7 @@ def run_worker(lib: str, threads: int, args: argparse.Namespace) -> list[dict[st
     which other processes used more than ``--max-others`` of the CPUs is repeated (3 tries)."""
     cmd = [sys.executable, __file__, "--worker", lib, "--threads", str(threads)]
     cmd += ["--runs", str(-(-args.runs // ROUNDS)), "--warmup", str(args.warmup)]
-    cmd += ["--cases", args.cases]
+    cmd += ["--cases", args.cases, "--target", args.target]
     for attempt in range(3):
         before, cpu0, t0 = busy_jiffies(), _children_cpu(), time.perf_counter()
         proc = subprocess.run(cmd, env=thread_env(lib, threads), capture_output=True, text=True)
@@ -359,16 +365,21 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> str:
-    """One line describing the CPU, compiler and library versions."""
-    model, simd = platform.machine(), "?"
+def machine(target: str = "c") -> str:
+    """One line describing the CPU (with the ISA of kiln's host target, and of ``target`` when
+    it names another CPU), compiler and library versions."""
+    from kiln.ir import Target
+
+    model = platform.machine()
     try:
         info = Path("/proc/cpuinfo").read_text().splitlines()
         model = next(ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name"))
-        flags = next(ln for ln in info if ln.startswith("flags")).split()
-        simd = "AVX-512" if "avx512f" in flags else "AVX2+FMA" if "avx2" in flags else "SSE"
     except (OSError, StopIteration):
         pass
+    cpu = Target("c").cpu
+    simd = f"{cpu.isa} (gcc -march=native: {cpu.name})"
+    if Target(target) != Target("c"):
+        simd += f"; kiln target {target!r}: {Target(target).cpu.isa}"
     cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()
     import numpy
 
@@ -402,6 +413,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=5, help="untimed calls first (per round)")
     p.add_argument("--cases", default=",".join(ALL_CASES), help=",".join(ALL_CASES))
     p.add_argument("--readme", type=Path, help="write the table into this markdown file")
+    p.add_argument("--target", default="c", help="kiln's target (default c: the host CPU)")
     p.add_argument(
         "--max-others",
         type=float,
@@ -411,6 +423,8 @@ def main() -> None:
     p.add_argument("--worker", choices=LIBS, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
+        global TARGET
+        TARGET = args.target
         worker(args.worker, int(args.threads), args.cases.split(","), args.runs, args.warmup)
         return
     text = table(collect(args))
@@ -418,7 +432,7 @@ def main() -> None:
     if args.readme is not None:
         today = datetime.date.today().isoformat()
         cmd = "python benchmarks/bench_ops.py " + " ".join(sys.argv[1:])
-        update_readme(args.readme, f"{today}, {machine()}\n\n`{cmd}`\n\n{text}")
+        update_readme(args.readme, f"{today}, {machine(args.target)}\n\n`{cmd}`\n\n{text}")
 
 
 if __name__ == "__main__":

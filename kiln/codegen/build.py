@@ -26,7 +26,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.runtime import Module, build_module
 from kiln.runtime.cuda_compile import compile_cuda
-from kiln.runtime.toolchain import compiler_output
+from kiln.runtime.toolchain import compiler_output, default_flags
 from kiln.tir.analysis.device import is_device_function, is_kernel
 
 
@@ -91,6 +91,17 @@ def codegen(mod: IRModule, target: Target) -> str:
     return generate(mod, target).source
 
 
+def compile_flags(target: Target, flags: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The C compiler flags of a build for ``target``: the toolchain's defaults for the CPU of
+    its host code (``-march=<mcpu>``, ``native`` unless the target names a CPU), or ``flags``
+    with that ``-march=`` added when they name none."""
+    march = str(target.host_target().get("mcpu", "native"))
+    if flags is None:
+        return default_flags(march)
+    given = tuple(flags)
+    return given if any(f.startswith("-march=") for f in given) else (*given, f"-march={march}")
+
+
 def compile_source(
     source: str | Generated,
     target: Target,
@@ -103,9 +114,7 @@ def compile_source(
     if target.kind not in ("c", "cuda"):  # a CUDA build is host C with the CUBIN inside
         raise KilnError(f"cannot compile sources for target {target.kind!r} yet")
     gen = source if isinstance(source, Generated) else Generated(source)
-    module = build_module(
-        gen.source, flags=tuple(flags) if flags is not None else None, name_hint=name_hint
-    )
+    module = build_module(gen.source, flags=compile_flags(target, flags), name_hint=name_hint)
     report_missed_vectorization(module.path, gen.loops)
     return module
 

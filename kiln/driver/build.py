@@ -64,7 +64,9 @@ def build(
     """Compile a module (or one PrimFunc) for ``target`` and load it.
 
     ``flags`` replaces the C compiler's default flags (extra sources or libraries may be
-    listed there too); ``name`` names the cached library (default: the first exposed function).
+    listed there too; ``-march=`` comes from the target's ``mcpu`` unless they name one, see
+    `kiln.codegen.build.compile_flags`); ``name`` names the cached library (default: the first
+    exposed function).
     The returned `Module` keeps the generated source (`Module.inspect_source`).
     """
     tgt = build_target(target)

@@ -14,24 +14,40 @@ Kinds live in `TARGET_KINDS` with the attributes they accept and their defaults;
 or attribute is an error that lists what exists. ``c`` is a host kind (it runs host code and is its
 own host); ``cuda`` is a device kind whose host defaults to ``c``.
 
+The CPU of a ``c`` target is its ``mcpu`` attribute, passed to the C compiler as ``-march=``:
+``native`` (the default) is the machine that compiles, ``c -mcpu=haswell`` (or ``x86-64-v3``) is
+AVX2 code, ``c -mcpu=skylake-avx512`` (or ``x86-64-v4``) AVX-512 code. `Target.cpu` asks the
+compiler once per process what that CPU may use (`CpuInfo`: the resolved name, the ISA level, the
+vector width and register count), and `Target.vector_bytes` and every topi schedule take their
+vector widths from it.
+
 Canonical form (the invariant `str`, equality and hashing rely on): attributes are coerced to the
 type of their default (``-max_threads_per_block=512`` is the int 512), attributes equal to their
 default are dropped, the rest are sorted by name. So ``Target("cuda -arch=sm_90")`` equals
 ``Target("cuda")`` (sm_90 is the default) and both print as ``cuda``; ``str`` of a target with a
 host ends in ``-host=<host>``: ``cuda -arch=sm_80 -host=c``. Two targets are equal exactly when
 their strings are equal, and ``Target(str(t)) == t``.
+
+The host is never spelled out: ``Target("c")`` prints as ``c`` on every machine and equals
+``Target("c -mcpu=native")``. It does not equal ``Target("c -mcpu=znver3")`` even on a host GCC
+calls znver3: the two compile with different ``-march`` flags (on Zen 4, GCC 12's
+``-march=native`` enables AVX-512 and ``-march=znver3`` does not), so they are different targets.
+The resolved host is ``Target("c").cpu`` (read, never part of the value); compiled libraries are
+cached under a key that includes the host CPU whenever ``-march=native`` is used
+(`kiln.runtime.toolchain.cache_key`), so a changed ISA never reuses a stale library.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kiln.errors import KilnError
+from kiln.errors import KilnError, ToolchainError
 
 DLPACK_DEVICE_TYPES: dict[str, int] = {"cpu": 1, "cuda": 2}
 """DLPack ``DLDeviceType`` of each device name."""
@@ -45,6 +61,8 @@ class TargetKind:
     device: str
     defaults: Mapping[str, Any] = field(default_factory=dict)
     is_host: bool = True
+    patterns: Mapping[str, str] = field(default_factory=dict)
+    """attribute -> regular expression its (string) value must match in full."""
 
     @property
     def device_type(self) -> int:
@@ -59,7 +77,7 @@ class TargetKind:
 
 
 TARGET_KINDS: dict[str, TargetKind] = {
-    "c": TargetKind("c", "cpu", {}),
+    "c": TargetKind("c", "cpu", {"mcpu": "native"}, patterns={"mcpu": r"[A-Za-z0-9][\w.+-]*"}),
     "cuda": TargetKind(
         "cuda",
         "cuda",
@@ -127,12 +145,29 @@ class Target:
         return self.kind_info.is_host
 
     @property
+    def cpu(self) -> CpuInfo:
+        """What code for this CPU target may use (``mcpu`` resolved by the C compiler, memoized
+        per process); a device target's host code runs on ``host_target().cpu``."""
+        if self.device != "cpu":
+            raise KilnError(
+                f"target {str(self)!r} runs on {self.device!r}, not a CPU; its host code's CPU "
+                "is target.host_target().cpu"
+            )
+        mcpu = str(self.get("mcpu", "native"))
+        try:
+            return cpu_info(mcpu)
+        except ToolchainError as e:
+            raise KilnError(
+                f"target {str(self)!r}: the C compiler rejects -march={mcpu}: {e}"
+            ) from e
+
+    @property
     def vector_bytes(self) -> int:
-        """Bytes in one SIMD register of the code this target generates (CPU kinds: the host's
-        widest vector unit, 64 with AVX-512F, 32 with AVX, else 16; CUDA: 16)."""
+        """Bytes in one SIMD register of the code this target generates (CPU kinds: from
+        `cpu`, 64 with AVX-512F, 32 with AVX, else 16; CUDA: 16)."""
         if self.device != "cpu":
             return 16
-        return host_vector_bytes()
+        return self.cpu.vector_bytes
 
     def get(self, key: str, default: Any = None) -> Any:
         """An attribute, else the kind's default, else ``default``."""
@@ -175,22 +210,91 @@ class Target:
         return f"Target({str(base)!r}{host})"
 
 
+# -- CPUs -------------------------------------------------------------------------------------
+ISA_LEVELS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("avx512", frozenset({"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx2", "fma"})),
+    ("avx2", frozenset({"avx2", "fma"})),
+    ("avx", frozenset({"avx"})),
+    ("neon", frozenset({"neon"})),
+    ("sse2", frozenset({"sse2"})),
+)
+"""ISA levels, best first, and the features each needs (``avx512`` is x86-64-v4's set)."""
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """What code compiled with ``-march=<march>`` may use.
+
+    ``name`` is the CPU the compiler resolved ``march`` to (``native`` -> ``znver3``; else
+    ``march``); ``features`` are lower-case ISA extensions (``avx2``, ``fma``, ``avx512f``, ...).
+    """
+
+    march: str
+    name: str
+    features: frozenset[str]
+
+    @property
+    def isa(self) -> str:
+        """The best level of `ISA_LEVELS` the features cover (``"scalar"`` when none)."""
+        return next((lvl for lvl, need in ISA_LEVELS if need <= self.features), "scalar")
+
+    @property
+    def vector_bytes(self) -> int:
+        """Bytes in the widest SIMD register: 64 with AVX-512F, 32 with AVX, else 16."""
+        if "avx512f" in self.features:
+            return 64
+        return 32 if "avx" in self.features else 16
+
+    @property
+    def vector_registers(self) -> int:
+        """SIMD registers the compiler may allocate: 32 with AVX-512F or on AArch64, else 16."""
+        return 32 if {"avx512f", "aarch64"} & self.features else 16
+
+
+_FEATURE_MACRO = re.compile(r"__((?:SSE|AVX|FMA)[0-9A-Z]*(?:_[0-9])?)__|__(aarch64)__|__ARM_(NEON)")
+"""Predefined macros naming ISA features: ``__AVX512F__``, ``__SSE4_2__``, ``__ARM_NEON``."""
+
+
+def cpu_info(march: str) -> CpuInfo:
+    """`CpuInfo` of ``-march=<march>`` as the C compiler sees it (memoized per compiler and
+    name); raises `ToolchainError` when the compiler rejects ``march``. NOTE: without a C
+    compiler, ``native`` falls back to the flags in ``/proc/cpuinfo`` (nothing can be built
+    then, but schedules can still be made and printed)."""
+    # NOTE: a function-level import: the toolchain lives in kiln.runtime (a lower layer), and
+    # importing it loads tvm_ffi, which a plain `from kiln.ir import Target` should not.
+    from kiln.runtime.toolchain import find_compiler
+
+    try:
+        cc = tuple(find_compiler())
+    except ToolchainError:
+        if march != "native":
+            raise
+        return CpuInfo(march, march, _proc_cpu_flags())
+    return _probe(cc, march)
+
+
 @functools.lru_cache(maxsize=None)
-def host_vector_bytes() -> int:
-    """Bytes in one SIMD register of this machine (``-march=native`` enables the same features):
-    64 with AVX-512F, 32 with AVX, else 16."""
+def _probe(cc: tuple[str, ...], march: str) -> CpuInfo:
+    from kiln.runtime.toolchain import march_macros, resolve_march
+
+    features = set()
+    for macro in march_macros(cc, march):
+        found = _FEATURE_MACRO.fullmatch(macro)
+        if found:
+            features.add(next(g for g in found.groups() if g).lower().replace("_", "."))
+    return CpuInfo(march, resolve_march(cc, march), frozenset(features))
+
+
+@functools.lru_cache(maxsize=None)
+def _proc_cpu_flags() -> frozenset[str]:
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return 16
-    flags: set[str] = set()
+        return frozenset()
     for line in text.splitlines():
         if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            break
-    if "avx512f" in flags:
-        return 64
-    return 32 if "avx" in flags else 16
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
 
 
 def _split_spec(spec: Any) -> tuple[str, dict[str, Any], Any]:
@@ -244,6 +348,12 @@ def _canonical(kind: TargetKind, attrs: dict[str, Any]) -> tuple[tuple[str, Any]
 def _coerce(kind: TargetKind, key: str, value: Any) -> Any:
     """``value`` converted to the type of the attribute's default (strings come from parsing)."""
     default = kind.defaults[key]
+    pattern = kind.patterns.get(key)
+    if pattern is not None and not (isinstance(value, str) and re.fullmatch(pattern, value)):
+        raise KilnError(
+            f"target {kind.name!r}: attribute {key!r} expects a value matching {pattern!r} "
+            f"(such as {default!r}), got {value!r}"
+        )
     try:
         if isinstance(default, bool):
             if isinstance(value, str):

@@ -6,7 +6,9 @@
          -L<tvm-ffi lib dir> -ltvm_ffi -Wl,-rpath,<tvm-ffi lib dir> -Wl,--no-undefined -lm
 
 where `<flags>` defaults to `DEFAULT_FLAGS` (`-O3 -march=native -fno-trapping-math -fopenmp
--fPIC -shared`); given flags replace that list, and `-fPIC -shared` are added to them when missing.
+-fPIC -shared`; `default_flags(march)` is the same list for another CPU); given flags replace that
+list, and `-fPIC -shared` are added to them when missing. `march_macros` / `resolve_march` ask the
+compiler what a `-march=` value means (the `c` target reads its CPU's ISA from them).
 With `KILN_DEBUG=1` or more, GCC is also asked for `-fopt-info-vec-loop-optimized-missed`
 (`report_flags`): its notes on the loops it vectorized (or turned into library calls) and those
 it could not land in the kept compiler output.
@@ -61,7 +63,13 @@ DEFAULT_FLAGS: tuple[str, ...] = (
     "-fPIC",
     "-shared",
 )
-"""Code-generation flags used when `compile_c` gets `flags=None`."""
+"""Code-generation flags used when `compile_c` gets `flags=None` (the host CPU)."""
+
+
+def default_flags(march: str = "native") -> tuple[str, ...]:
+    """`DEFAULT_FLAGS` generating code for ``-march=<march>`` (a target's CPU)."""
+    return tuple(f"-march={march}" if f.startswith("-march=") else f for f in DEFAULT_FLAGS)
+
 
 _REQUIRED_FLAGS: tuple[str, ...] = ("-fPIC", "-shared")
 _CANDIDATES: tuple[str, ...] = ("cc", "gcc", "clang")
@@ -93,7 +101,11 @@ def find_compiler() -> list[str]:
 @functools.lru_cache(maxsize=None)
 def compiler_version(cc: tuple[str, ...]) -> str:
     """The output of `<cc> --version`, memoized per process (part of the cache key)."""
-    cmd = [*cc, "--version"]
+    return _ask_compiler([*cc, "--version"])
+
+
+def _ask_compiler(cmd: list[str]) -> str:
+    """The standard output of compiler command ``cmd``; `ToolchainError` when it fails."""
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as e:
@@ -115,6 +127,31 @@ def _cpu_identity() -> str:
     keep = ("model name", "flags", "Features", "CPU part")
     lines = [ln for ln in text.splitlines() if ln.split(":")[0].strip() in keep]
     return "\n".join(dict.fromkeys(lines))
+
+
+@functools.lru_cache(maxsize=None)
+def march_macros(cc: tuple[str, ...], march: str) -> frozenset[str]:
+    """The macros `<cc> -march=<march>` predefines (``__AVX2__``, ``__AVX512F__``, ...): what
+    code for that CPU may use. Memoized per process; `ToolchainError` when the compiler rejects
+    the name."""
+    out = _ask_compiler([*cc, f"-march={march}", "-dM", "-E", "-x", "c", os.devnull])
+    return frozenset(ln.split()[1] for ln in out.splitlines() if ln.startswith("#define "))
+
+
+@functools.lru_cache(maxsize=None)
+def resolve_march(cc: tuple[str, ...], march: str) -> str:
+    """The CPU name ``-march=<march>`` selects: ``native`` as GCC resolves it (``znver3``,
+    ``skylake-avx512``; read from ``-Q --help=target``), else ``march`` itself (also when the
+    compiler cannot say, as clang cannot)."""
+    if march != "native":
+        return march
+    cmd = [*cc, "-march=native", "-Q", "--help=target"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return march
+    found = re.search(r"^\s*-march=\s+(\S+)\s*$", out, re.MULTILINE)
+    return found.group(1) if found else march
 
 
 def tvm_ffi_compile_flags() -> tuple[str, ...]:

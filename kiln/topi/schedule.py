@@ -26,6 +26,7 @@ from typing import Any
 
 import kiln.topi.generic  # noqa: F401  (registers the schedules of the nn operators)
 from kiln.errors import IRError, IRValueError
+from kiln.ir.target import Target
 from kiln.te import ComputeOp, Schedule, Stage, Tensor, create_schedule
 from kiln.topi.cuda import is_cuda_target, schedule_graph
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext, register_schedule
@@ -82,12 +83,13 @@ def _schedule_rest(sch: Schedule, ctx: ScheduleContext) -> None:
 
 def schedule_for(outputs: Any, target: Any = "c") -> Schedule:
     """The default schedule computing ``outputs`` (one tensor or a list), chosen by pattern;
-    ``target`` is a target string or `kiln.ir.Target`."""
+    ``target`` is a target string or `kiln.ir.Target` (the default ``c`` is the host CPU), and
+    every vector width and register tile the schedule picks is its."""
     outs = _as_tensors(outputs)
     sch = create_schedule(outs)
-    ctx = ScheduleContext(target, outputs=[sch[t] for t in outs])
+    ctx = ScheduleContext(Target.from_any(target), outputs=[sch[t] for t in outs])
     _inline_injective(sch)
-    if is_cuda_target(target):
+    if is_cuda_target(ctx.target):
         schedule_graph(sch, ctx)
         return sch
     _schedule_anchors(sch, ctx)

@@ -1,11 +1,15 @@
-"""Target: parsing, canonical string form, attributes and their defaults, host handling."""
+"""Target: parsing, canonical string form, attributes and their defaults, host handling, and the
+CPU of a ``c`` target (``mcpu``, read from the C compiler)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from kiln.errors import KilnError
-from kiln.ir.target import TARGET_KINDS, Target, TargetKind
+from kiln.ir.target import TARGET_KINDS, CpuInfo, Target, TargetKind
+from kiln.runtime.toolchain import compiler_version, find_compiler
 
 
 def test_from_any_and_str() -> None:
@@ -99,3 +103,70 @@ def test_host_with_attributes_round_trips(monkeypatch: pytest.MonkeyPatch) -> No
     t = Target("cuda", host="cpu2 -opt=3")
     assert str(t) == "cuda -host='cpu2 -opt=3'"
     assert Target(str(t)) == t and t.host.get("opt") == 3
+
+
+# -- the CPU of a c target ----------------------------------------------------------------------
+def test_c_target_cpu_spellings_and_canonical_form() -> None:
+    host = Target("c")
+    assert host == Target("c -mcpu=native") == Target({"kind": "c", "mcpu": "native"})
+    assert str(host) == "c" and host.mcpu == "native"
+    avx2 = Target("c -mcpu=haswell")
+    assert str(avx2) == "c -mcpu=haswell" and Target(str(avx2)) == avx2 and avx2 != host
+    assert avx2 == Target("c", {"mcpu": "haswell"}) and hash(avx2) == hash(Target(str(avx2)))
+    dev = Target("cuda", host="c -mcpu=x86-64-v3")
+    assert str(dev) == "cuda -host='c -mcpu=x86-64-v3'" and Target(str(dev)) == dev
+    assert dev.host_target().mcpu == "x86-64-v3"
+
+
+def test_host_cpu_is_read_from_the_compiler() -> None:
+    cpu = Target("c").cpu
+    assert cpu.march == "native" and cpu.name
+    assert Target("c").cpu is cpu  # memoized per process
+    cc = tuple(find_compiler())
+    if "Free Software Foundation" in compiler_version(cc):
+        assert cpu.name != "native"  # GCC says which CPU -march=native is
+    info = Path("/proc/cpuinfo")
+    text = info.read_text() if info.exists() else ""
+    if "\nflags" not in text:
+        pytest.skip("no x86 CPU flags in /proc/cpuinfo to compare with")
+    flags = text.split("\nflags")[1].split("\n")[0].split()
+    for feature in ("avx512f", "avx2", "fma", "avx"):  # the compiler agrees with the kernel
+        assert (feature in cpu.features) == (feature in flags), feature
+    width = 64 if "avx512f" in flags else 32 if "avx" in flags else 16
+    assert Target("c").vector_bytes == cpu.vector_bytes == width
+
+
+@pytest.mark.parametrize(
+    ("mcpu", "isa", "vector_bytes", "registers"),
+    [
+        ("x86-64", "sse2", 16, 16),
+        ("haswell", "avx2", 32, 16),
+        ("x86-64-v3", "avx2", 32, 16),
+        ("skylake-avx512", "avx512", 64, 32),
+        ("x86-64-v4", "avx512", 64, 32),
+    ],
+)
+def test_named_cpus_give_their_isa(mcpu: str, isa: str, vector_bytes: int, registers: int) -> None:
+    t = Target(f"c -mcpu={mcpu}")
+    assert (t.cpu.name, t.cpu.isa) == (mcpu, isa)
+    assert t.vector_bytes == t.cpu.vector_bytes == vector_bytes
+    assert t.cpu.vector_registers == registers
+    assert Target("cuda", host=t).vector_bytes == 16  # a device target's own width
+
+
+def test_bad_cpus_are_named() -> None:
+    with pytest.raises(KilnError, match="'mcpu' expects a value matching .* got '-O0'"):
+        Target("c -mcpu=-O0")
+    with pytest.raises(KilnError, match="'mcpu' expects a value matching .* got True"):
+        Target("c -mcpu")
+    with pytest.raises(KilnError, match="'c -mcpu=pentium9000': the C compiler rejects "):
+        _ = Target("c -mcpu=pentium9000").cpu
+    with pytest.raises(KilnError, match="runs on 'cuda', not a CPU"):
+        _ = Target("cuda").cpu
+
+
+def test_cpu_info_levels() -> None:
+    cpu = CpuInfo("x", "x", frozenset({"avx", "avx2", "fma", "avx512f"}))
+    assert cpu.isa == "avx2" and cpu.vector_bytes == 64 and cpu.vector_registers == 32
+    assert CpuInfo("x", "x", frozenset({"aarch64", "neon"})).vector_registers == 32
+    assert CpuInfo("x", "x", frozenset()).isa == "scalar"

@@ -7,6 +7,9 @@ function with several outputs) wherever the cases share inputs.
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -53,3 +56,45 @@ def loops_of(func: tir.PrimFunc) -> list[tir.For]:
 def allocations_of(func: tir.PrimFunc) -> list[tir.Allocate]:
     """Every scratch allocation of a lowered function."""
     return [n for n in tir.pre_order_nodes(func.body) if isinstance(n, tir.Allocate)]
+
+
+# -- machine code ----------------------------------------------------------------------------
+def machine_code(mod: Any) -> str:
+    """``objdump -d`` of a built module's library (the test is skipped without objdump)."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump is not installed; the checks before this one still ran")
+    return subprocess.run([objdump, "-d", str(mod.path)], capture_output=True, text=True).stdout
+
+
+def hot_loop(asm: str) -> list[str]:
+    """The innermost loop (from a backward jump's target to the jump) with the most FMAs."""
+    lines = []
+    for line in asm.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\t", line)
+        if m:
+            lines.append((int(m.group(1), 16), line))
+    loops = []
+    for addr, line in lines:
+        jump = re.search(r"\tj[a-z]+\s+([0-9a-f]+) <", line)
+        if jump and int(jump.group(1), 16) < addr:
+            start = int(jump.group(1), 16)
+            loops.append([x for a, x in lines if start <= a <= addr])
+    return max(loops, key=lambda body: sum("vfmadd" in x for x in body))
+
+
+VECTOR_REG = re.compile(r"%([xyz]mm)\d+")
+
+
+def vector_spills(hot: list[str]) -> list[str]:
+    """Instructions of a loop that spill or reload vector registers: a vector register stored to
+    memory (an accumulator kept in memory is stored every iteration), or a vector operand read
+    from the stack. Integer loads from the stack (loop bounds, row offsets) are not counted."""
+    stores = [x for x in hot if re.search(r"\tvmov\w*\s+%[xyz]mm\d+,\S*\(", x)]
+    reloads = [x for x in hot if VECTOR_REG.search(x) and "(%rsp" in x]
+    return stores + reloads
+
+
+def fma_accumulators(hot: list[str]) -> set[str]:
+    """The registers the loop's FMAs accumulate into (AT&T syntax: the last operand)."""
+    return {x.rsplit(",", 1)[1].strip() for x in hot if re.search(r"\tvfmadd\w*\s", x)}

@@ -7,6 +7,7 @@ Each test builds all of its convolutions into one function: compiling dominates 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -14,9 +15,17 @@ import pytest
 
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
+from kiln.ir import Target
 from kiln.topi import x86
 from kiln.topi.x86.conv2d import ACC_TAG
-from tests.topi.conftest import shape_of
+from kiln.topi.x86.cpu import tile_vectors
+from tests.topi.conftest import (
+    fma_accumulators,
+    hot_loop,
+    machine_code,
+    shape_of,
+    vector_spills,
+)
 
 # (n, c, h, w, o, kh, kw, stride, padding, dilation, groups)
 CASES = [
@@ -65,20 +74,50 @@ def _build_cases(make: Any, rng: np.random.Generator) -> tuple[list[Any], list[A
     return inputs, outs, arrays
 
 
-def _run(sch: te.Schedule, inputs: list[Any], outs: list[Any], arrays: list[Any]) -> list[Any]:
+def _build(sch: te.Schedule, args: list[Any], target: str = "c") -> Any:
     from kiln.driver import build
 
-    func = te.lower(sch, [*inputs, *outs])
+    func = te.lower(sch, args)
     assert tir.verify_well_formed(func) == []
+    return build(func, target=target)
+
+
+def _run(
+    sch: te.Schedule, inputs: list[Any], outs: list[Any], arrays: list[Any], target: str = "c"
+) -> list[Any]:
     results = [np.zeros(shape_of(t), "float32") for t in outs]
-    build(func, target="c")["main"](*arrays, *results)
+    _build(sch, [*inputs, *outs], target)["main"](*arrays, *results)
     return results
 
 
-@pytest.mark.parametrize("make", [x86.conv2d_nchw, topi.nn.conv2d_nchw], ids=["x86", "plain"])
-def test_conv2d_against_numpy(make: Any, rng: np.random.Generator) -> None:
-    inputs, outs, arrays = _build_cases(make, rng)
-    got = _run(x86.schedule_conv2d_nchw(outs), inputs, outs, arrays)
+AVX2 = "c -mcpu=haswell"
+"""An AVX2 + FMA target: its code runs on AVX-512 machines too."""
+
+needs_avx2 = pytest.mark.skipif(
+    Target("c").cpu.isa not in ("avx2", "avx512"), reason="the host cannot run AVX2 code"
+)
+
+
+@pytest.mark.parametrize(
+    ("make", "target"),
+    [
+        (x86.conv2d_nchw, "c"),
+        pytest.param(x86.conv2d_nchw, AVX2, marks=needs_avx2),
+        (topi.nn.conv2d_nchw, "c"),
+    ],
+    ids=["x86", "x86-avx2", "plain"],
+)
+def test_conv2d_against_numpy(make: Any, target: str, rng: np.random.Generator) -> None:
+    extra = {"target": target} if make is x86.conv2d_nchw else {}
+    inputs, outs, arrays = _build_cases(functools.partial(make, **extra), rng)
+    if extra:  # the register tile is the target's: 6 channels x as many registers as fit
+        lanes = Target(target).vector_bytes // 4
+        for out in outs:
+            tile = out.op.input_tensors[0].op.attrs["tile"]
+            assert tile.tw % (lanes // 2) == 0 and tile.tw > 0
+            assert tile.th * -(-tile.tw // lanes) == tile_vectors(Target(target))
+        assert outs[1].op.input_tensors[0].op.attrs["tile"].rows == 6
+    got = _run(x86.schedule_conv2d_nchw(outs, target), inputs, outs, arrays, target)
     for k, case in enumerate(CASES):
         s, p, d, g = case[7:]
         want = conv_ref(arrays[2 * k], arrays[2 * k + 1], s, p, d, g)
@@ -97,6 +136,51 @@ def test_conv2d_against_torch_with_relu_epilogue(rng: np.random.Generator) -> No
         torch.nn.functional.conv2d(torch.from_numpy(xv), torch.from_numpy(fv), padding=1)
     )
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("target", "reg"),
+    [
+        pytest.param(AVX2, "ymm", id="avx2", marks=needs_avx2),
+        pytest.param(
+            "c",
+            "zmm",
+            id="avx512-host",
+            marks=pytest.mark.skipif(
+                Target("c").cpu.isa != "avx512",
+                reason=f"the host has no AVX-512 (Target('c').cpu.isa is "
+                f"{Target('c').cpu.isa!r}); the avx2 case covers this machine's kernels",
+            ),
+        ),
+    ],
+)
+def test_kernel_keeps_accumulators_in_registers(
+    target: str, reg: str, rng: np.random.Generator
+) -> None:
+    """A 56-pixel-wide convolution built for AVX2 and for the AVX-512 host: right against
+    numpy, the target's tile (AVX-512: 3 registers and a half-width one per row, no padded
+    column), every accumulator in a register of its own and no vector spill in the inner loop."""
+    tgt = Target(target)
+    x, f = te.placeholder((1, 16, 8, 56), name="x"), te.placeholder((12, 16, 3, 3), name="f")
+    y = x86.conv2d_nchw(x, f, 1, 1, target=tgt)
+    tile = y.op.input_tensors[0].op.attrs["tile"]
+    lanes = tgt.vector_bytes // 4
+    chunks = -(-tile.tw // lanes)
+    assert tile.rows == 6 and tile.th * chunks == tile_vectors(tgt)
+    assert 56 % tile.tw == 0 and 8 % tile.th == 0  # nothing padded for this shape
+    xv, fv = (rng.standard_normal(shape_of(t)).astype("float32") for t in (x, f))
+    mod = _build(x86.schedule_conv2d_nchw(y, tgt), [x, f, y], target)
+    got = np.zeros(shape_of(y), "float32")
+    mod["main"](xv, fv, got)
+    np.testing.assert_allclose(got, conv_ref(xv, fv, 1, 1, 1, 1), rtol=1e-4, atol=1e-4)
+    asm = machine_code(mod)
+    if reg == "ymm":
+        assert "%zmm" not in asm, "AVX2 code uses AVX-512 registers"
+    hot = hot_loop(asm)
+    accumulators = tile.rows * tile.th * chunks
+    assert sum("vfmadd" in x for x in hot) >= accumulators
+    assert len(fma_accumulators(hot)) >= accumulators, "\n".join(hot)
+    assert not vector_spills(hot), "vector registers spilled:\n" + "\n".join(hot)
 
 
 def _err(fn: Any, *parts: str) -> None:

@@ -6,9 +6,6 @@ Builds dominate the run time, so each test puts several products into one functi
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
@@ -16,22 +13,33 @@ import pytest
 
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
+from kiln.ir import Target
 from kiln.topi import x86
+from kiln.topi.x86.cpu import tile_vectors
 from kiln.topi.x86.dense import ACC_TAG
-from tests.topi.conftest import shape_of
+from tests.topi.conftest import (
+    VECTOR_REG,
+    fma_accumulators,
+    hot_loop,
+    machine_code,
+    shape_of,
+    vector_spills,
+)
 
 
-def _compile(sch: te.Schedule, args: list[Any]) -> Any:
+def _compile(sch: te.Schedule, args: list[Any], target: Target | str = "c") -> Any:
     from kiln.driver import build
 
     func = te.lower(sch, args)
     assert tir.verify_well_formed(func) == []
-    return build(func, target="c")
+    return build(func, target=target)
 
 
-def _run(sch: te.Schedule, inputs: list[Any], outs: list[Any], *arrays: np.ndarray) -> list[Any]:
+def _run(
+    sch: te.Schedule, inputs: list[Any], outs: list[Any], *arrays: np.ndarray, target: str = "c"
+) -> list[Any]:
     results = [np.zeros(shape_of(t), dtype=str(t.dtype)) for t in outs]
-    _compile(sch, [*inputs, *outs])["main"](*arrays, *results)
+    _compile(sch, [*inputs, *outs], target)["main"](*arrays, *results)
     return results
 
 
@@ -52,20 +60,37 @@ def _t(x: np.ndarray, flag: bool) -> np.ndarray:
 FLAGS = [(False, False), (False, True), (True, False), (True, True)]
 
 
-@pytest.mark.parametrize("make", [x86.matmul, topi.nn.matmul], ids=["x86", "plain"])
-def test_matmul_odd_shapes_and_transposes(make: Any, rng: np.random.Generator) -> None:
+AVX2 = "c -mcpu=haswell"
+"""An AVX2 + FMA target: its code runs on AVX-512 machines too."""
+
+RUNS_AVX2 = Target("c").cpu.isa in ("avx2", "avx512")
+needs_avx2 = pytest.mark.skipif(not RUNS_AVX2, reason="the host cannot run AVX2 (haswell) code")
+
+
+@pytest.mark.parametrize(
+    ("make", "target"),
+    [
+        (x86.matmul, "c"),
+        pytest.param(x86.matmul, AVX2, marks=needs_avx2),
+        (topi.nn.matmul, "c"),
+        pytest.param(topi.nn.matmul, AVX2, marks=needs_avx2),
+    ],
+    ids=["x86", "x86-avx2", "plain", "plain-avx2"],
+)
+def test_matmul_odd_shapes_and_transposes(make: Any, target: str, rng: np.random.Generator) -> None:
     shapes = [(1, 1, 1), (17, 33, 65), (7, 5, 3), (6, 16, 4), (13, 40, 9)]
     inputs, outs, want = [], [], []
+    extra = {"target": target} if make is x86.matmul else {}
     for s, (n, m, k) in enumerate(shapes):
         for f, (ta, tb) in enumerate(FLAGS):
             a, b = _operands(n, m, k, ta, tb, f"{s}_{f}")
             inputs += [a, b]
-            outs.append(make(a, b, ta, tb, name=f"C{s}_{f}"))
+            outs.append(make(a, b, ta, tb, name=f"C{s}_{f}", **extra))
     arrays = [_rand(rng, t) for t in inputs]
     for j in range(0, len(arrays), 2):
         (ta, tb) = FLAGS[(j // 2) % 4]
         want.append(_t(arrays[j], ta) @ _t(arrays[j + 1], tb))
-    got = _run(x86.schedule_matmul(outs), inputs, outs, *arrays)
+    got = _run(x86.schedule_matmul(outs, target), inputs, outs, *arrays, target=target)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
@@ -135,37 +160,59 @@ def test_registered_with_schedule_for(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(got[1], xv @ wv.T + bv, rtol=1e-4, atol=1e-4)
 
 
-def _hot_loop(asm: str) -> list[str]:
-    """The innermost loop (from a backward jump's target to the jump) with the most FMAs."""
-    lines = []
-    for line in asm.splitlines():
-        m = re.match(r"\s*([0-9a-f]+):\t", line)
-        if m:
-            lines.append((int(m.group(1), 16), line))
-    loops = []
-    for addr, line in lines:
-        jump = re.search(r"\tj[a-z]+\s+([0-9a-f]+) <", line)
-        if jump and int(jump.group(1), 16) < addr:
-            start = int(jump.group(1), 16)
-            loops.append([x for a, x in lines if start <= a <= addr])
-    return max(loops, key=lambda body: sum("vfmadd" in x for x in body))
+HOST_ISA = Target("c").cpu.isa
 
 
-def test_kernel_is_register_blocked_vector_code() -> None:
+@pytest.mark.parametrize(
+    ("target", "reg"),
+    [
+        pytest.param(AVX2, "ymm", id="avx2"),
+        pytest.param(
+            "c",
+            "zmm",
+            id="avx512-host",
+            marks=pytest.mark.skipif(
+                HOST_ISA != "avx512",
+                reason=f"the host has no AVX-512 (Target('c').cpu.isa is {HOST_ISA!r}); the "
+                "avx2 case covers this machine's kernels",
+            ),
+        ),
+    ],
+)
+def test_kernel_is_register_blocked_vector_code(
+    target: str, reg: str, rng: np.random.Generator
+) -> None:
+    """The same matmul built for AVX2 (an explicit haswell target, which runs on AVX-512
+    machines too) and for the AVX-512 host: right against numpy, the target's tile, FMAs on the
+    target's registers only, every accumulator in a register of its own and no vector spill in
+    the inner loop."""
+    tgt = Target(target)
     a, b = te.placeholder((48, 64), name="A"), te.placeholder((64, 80), name="B")
-    c = x86.matmul(a, b)
-    mod = _compile(x86.schedule_matmul(c), [a, b, c])
-    src = mod.inspect_source()
-    kernel = src[src.index("matmul_acc_data[") :]
-    assert "kiln_float32x" in kernel  # explicit GCC vectors, not an `omp simd` loop
-    objdump = shutil.which("objdump")
-    if objdump is None:
-        pytest.skip("objdump is not installed; the C-level check above still ran")
-    asm = subprocess.run([objdump, "-d", str(mod.path)], capture_output=True, text=True).stdout
-    hot = _hot_loop(asm)
+    c = x86.matmul(a, b, target=tgt)
     tile = c.op.input_tensors[0].op.attrs["tile"]
-    assert sum("vfmadd" in x for x in hot) >= tile.rows * tile.vectors
-    assert not [x for x in hot if "rsp" in x], "accumulators spilled:\n" + "\n".join(hot)
+    lanes = tgt.vector_bytes // 4
+    assert (tile.rows, tile.lanes) == (6, lanes) and tile.vectors == tile_vectors(tgt)
+    assert tile.rows * tile.vectors + tile.vectors + 1 <= tgt.cpu.vector_registers
+    mod = _compile(x86.schedule_matmul(c, tgt), [a, b, c], tgt)
+    if reg == "zmm" or RUNS_AVX2:
+        av, bv = _rand(rng, a), _rand(rng, b)
+        out = np.zeros((48, 80), "float32")
+        mod["main"](av, bv, out)
+        np.testing.assert_allclose(out, av @ bv, rtol=1e-4, atol=1e-4)
+    src = mod.inspect_source()
+    assert "kiln_float32x" in src[src.index("matmul_acc_data[") :]  # explicit GCC vectors
+    asm = machine_code(mod)
+    assert {m.group(1) for m in VECTOR_REG.finditer(asm)} <= {"xmm", "ymm", "zmm"}
+    if reg == "ymm":
+        assert "%zmm" not in asm, "AVX2 code uses AVX-512 registers"
+    assert f"kiln_float32x{2 * lanes}" not in src, "vectors wider than the target's"
+    hot = hot_loop(asm)
+    fmas = [x for x in hot if "vfmadd" in x]
+    assert len(fmas) >= tile.rows * tile.vectors and all(f"%{reg}" in x for x in fmas)
+    assert len(fma_accumulators(hot)) >= tile.rows * tile.vectors, "\n".join(hot)
+    assert not vector_spills(hot), "vector registers spilled:\n" + "\n".join(hot)
+    if not (reg == "zmm" or RUNS_AVX2):
+        pytest.skip(f"the host cannot run AVX2 code (ISA {HOST_ISA!r}); the code was checked")
 
 
 def _err(fn: Any, *parts: str) -> None:

@@ -9,6 +9,8 @@ import pytest
 
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
+from kiln.ir import Target
+from kiln.topi.generic.common import ACCUMULATOR_VECTORS
 from tests.topi.conftest import build, loops_of, run
 
 CASES = [
@@ -107,16 +109,22 @@ def test_symbolic_reduction_extent(rng) -> None:
     np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)
 
 
-def test_schedules_vectorize_and_parallelize() -> None:
+@pytest.mark.parametrize(
+    ("target", "lanes"), [("c -mcpu=haswell", 8), ("c -mcpu=x86-64-v4", 16), ("c", None)]
+)
+def test_schedules_vectorize_and_parallelize(target: str, lanes: int | None) -> None:
+    """A reduction over the outer axis accumulates a vector of outputs per step: as many
+    registers of the target's width (the host's for plain ``c``) as a reduction keeps."""
+    lanes = ACCUMULATOR_VECTORS * (lanes or Target("c").vector_bytes // 4)
     x = te.placeholder((256, 1024), name="x")
     rows = topi.sum(x, 1)
-    inner = te.lower(topi.schedule_for(rows), [x, rows])
+    inner = te.lower(topi.schedule_for(rows, target), [x, rows])
     kinds = {lp.kind for lp in loops_of(inner)}
     assert {tir.ForKind.VECTORIZED, tir.ForKind.PARALLEL} <= kinds
     y = topi.sum(x, 0)
-    outer = te.lower(topi.schedule_for(y), [x, y])
+    outer = te.lower(topi.schedule_for(y, target), [x, y])
     vec = [lp for lp in loops_of(outer) if lp.kind == tir.ForKind.VECTORIZED]
-    assert vec and all(lp.extent.value == 16 for lp in vec)
+    assert vec and all(lp.extent.value == lanes for lp in vec)
 
 
 # -- bad input ----------------------------------------------------------------------------------

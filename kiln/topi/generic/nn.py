@@ -10,8 +10,8 @@ loop and every row is finished by one thread while it is in L1. Inside that loop
 - softmax: ``sum(e)``, ``1 / sum``, then ``e * (1 / sum)``, where ``e = exp(x - max)`` was
   written by a first row-parallel pass (which computes each row's ``max`` in L1 first).
 
-Each row reduction is `rfactor`-ed into ``lanes`` vector accumulators; per-row values live in
-small scratch buffers inside the parallel loop.
+Each row reduction is `rfactor`-ed into vector accumulators (`ScheduleContext.accumulator_lanes`);
+per-row values live in small scratch buffers inside the parallel loop.
 
 NOTE: `te`'s ``compute_at`` lets an attached stage have one reader only, while here two
 consumers (the next reduction and the output) need a per-row value inside the same row loop.
@@ -125,12 +125,12 @@ def schedule_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
     m, e, s, inv = parts["max"], parts["exp"], parts["sum"], parts["inv"]
     if not _last_axis(op, out):
         return _fallback(sch, out, ctx, parts)
-    lanes = ctx.lanes(out.dtype)
+    lanes, acc = ctx.lanes(out.dtype), ctx.accumulator_lanes(out.dtype)
     e_row = exp_rows(sch, e, lanes)
-    reduce_in_row(sch, m, sch[e], e_row, lanes)
+    reduce_in_row(sch, m, sch[e], e_row, acc)
     row = row_loops(sch[out], lanes)
     sch[inv].compute_at(sch[out], row)
-    reduce_in_row(sch, s, sch[inv], sch[inv].op.axis[-1], lanes)
+    reduce_in_row(sch, s, sch[inv], sch[inv].op.axis[-1], acc)
     _done(ctx, sch, [out, m, e, s, inv])
     return None
 
@@ -146,12 +146,12 @@ def schedule_log_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> No
         return _fallback(sch, out, ctx, parts)
     _inline(sch, e)
     copies = recompute_for(sch, out, [m])
-    lanes = ctx.lanes(out.dtype)
-    row = row_loops(sch[out], lanes)
+    acc = ctx.accumulator_lanes(out.dtype)
+    row = row_loops(sch[out], ctx.lanes(out.dtype))
     sch[lse].compute_at(sch[out], row)
-    sum_reader = reduce_in_row(sch, s, sch[lse], sch[lse].op.axis[-1], lanes)
-    reduce_in_row(sch, copies[m], sch[out], row, lanes)
-    reduce_in_row(sch, m, sum_reader, sum_reader.op.axis[len(sch[m].op.axis) - 1], lanes)
+    sum_reader = reduce_in_row(sch, s, sch[lse], sch[lse].op.axis[-1], acc)
+    reduce_in_row(sch, copies[m], sch[out], row, acc)
+    reduce_in_row(sch, m, sum_reader, sum_reader.op.axis[len(sch[m].op.axis) - 1], acc)
     _done(ctx, sch, [out, m, s, lse, copies[m]])
     return None
 
@@ -168,12 +168,12 @@ def schedule_layer_norm(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> Non
     _inline(sch, mean)
     copies = recompute_for(sch, out, [total, mean])
     _inline(sch, copies[mean])
-    lanes = ctx.lanes(out.dtype)
-    row = row_loops(sch[out], lanes)
+    acc = ctx.accumulator_lanes(out.dtype)
+    row = row_loops(sch[out], ctx.lanes(out.dtype))
     sch[rstd].compute_at(sch[out], row)
-    var_reader = reduce_in_row(sch, var, sch[rstd], sch[rstd].op.axis[-1], lanes)
-    reduce_in_row(sch, copies[total], sch[out], row, lanes)
+    var_reader = reduce_in_row(sch, var, sch[rstd], sch[rstd].op.axis[-1], acc)
+    reduce_in_row(sch, copies[total], sch[out], row, acc)
     n_rows = len(sch[total].op.axis)
-    reduce_in_row(sch, total, var_reader, var_reader.op.axis[n_rows - 1], lanes)
+    reduce_in_row(sch, total, var_reader, var_reader.op.axis[n_rows - 1], acc)
     _done(ctx, sch, [out, total, var, rstd, copies[total]])
     return None

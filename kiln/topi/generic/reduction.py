@@ -4,12 +4,13 @@ Two shapes of reduction, told apart by whether the innermost input axis is reduc
 
 - **inner** (``sum(x, axis=-1)``, full reductions, softmax rows): the reduced values are
   contiguous, so the innermost reduction axis is `rfactor`-ed into ``lanes`` partial
-  accumulators (a data-parallel, vectorizable axis) reduced once at the end. Output elements run
+  accumulators (`ScheduleContext.accumulator_lanes`: a data-parallel, vectorizable axis of a
+  few registers) reduced once at the end. Output elements run
   in parallel; when there are too few of them (a full reduction) the reduction is also split
   into ``parts`` that run in parallel.
 - **outer** (``sum(x, axis=0)``): the innermost axis is a data axis, so the loops become
-  ``(outer data, last_outer)`` (parallel) / reduction axes / ``last_inner`` (vectorized): each
-  vector lane accumulates its own output element.
+  ``(outer data, last_outer)`` (parallel) / reduction axes / ``last_inner`` (vectorized, as many
+  lanes as the accumulators): each vector lane accumulates its own output element.
 
 An element-wise epilogue (``mean`` = sum * 1/count, or any injective output of the same shape
 that reads the reduction at its own index) becomes the *host*: its loops are scheduled like the
@@ -78,9 +79,9 @@ def schedule_reduce(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
     stage = sch[t]
     op = stage.op
     assert isinstance(op, ComputeOp)
-    lanes = ctx.lanes(t.dtype)
+    lanes = ctx.accumulator_lanes(t.dtype)
     host = epilogue_host(sch, t, ctx)
-    if reduces_innermost(op, lanes):
+    if reduces_innermost(op, ctx.lanes(t.dtype)):
         _schedule_inner(sch, stage, lanes, host, ctx)
     else:
         _schedule_outer(sch, stage, lanes, host, ctx)

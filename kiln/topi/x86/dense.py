@@ -15,9 +15,11 @@ three stages that `schedule_matmul` turns into a kernel at about numpy/OpenBLAS 
 3. the output copies the tile out (adding the bias for `dense`), guarded at the edges; element-
    wise epilogues (``relu(dense(...))``) are inlined into it by the schedule.
 
-Tiles come from `kiln.topi.x86.cpu.matmul_tile` (6 x 16 with AVX2). Loops: ``(batch, column
-panel, row tile)`` fused and run in parallel, the tile computed at that loop, so each thread
-walks down one column panel (which stays in L2) while A streams through.
+Tiles come from `kiln.topi.x86.cpu.matmul_tile` for the ``target`` the computes are made for
+(default: the host; 6 x 16 float32 with AVX2, 6 x 64 with AVX-512), kept in the accumulation's
+attrs. Loops: ``(batch, column panel, row tile)``, the first with enough iterations run in
+parallel, the tile computed at the innermost, so each thread walks down one column panel (which
+stays in L2) while A streams through.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from kiln.topi.nn.dense import matmul as nn_matmul
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int
 from kiln.topi.x86 import common
-from kiln.topi.x86.cpu import Tile, matmul_tile, round_up
+from kiln.topi.x86.cpu import Tile, cpu_target, matmul_tile, round_up
 
 ACC_TAG = "x86_matmul"
 """Tag of the accumulation stage (the anchor `schedule_matmul` looks for)."""
@@ -98,7 +100,7 @@ def _accumulate(
 
 
 def _packed_product(
-    op: str, a: Any, b: Any, ta: bool, tb: bool, bias: Any, name: str
+    op: str, a: Any, b: Any, ta: bool, tb: bool, bias: Any, name: str, target: Any
 ) -> Tensor | None:
     """The three-stage product, or None when a shape is symbolic (use the plain compute)."""
     dims = matmul_dims(op, a, b, ta, tb)
@@ -106,7 +108,7 @@ def _packed_product(
         return None
     n, m = const_int(dims.n), const_int(dims.m)
     assert n is not None and m is not None
-    tile = matmul_tile(n, m, a.dtype)
+    tile = matmul_tile(n, m, a.dtype, cpu_target(target))
     acc = _accumulate(a, _pack_b(b, dims, tile, tb, name), dims, tile, ta, name)
     bias_t = None if bias is None else check_bias(op, bias, dims.m, a.dtype)
     nb = len(dims.batch)
@@ -121,10 +123,16 @@ def _packed_product(
 
 
 def matmul(
-    a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: str = "matmul"
+    a: Any,
+    b: Any,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    name: str = "matmul",
+    target: Any = None,
 ) -> Tensor:
-    """``op(a) @ op(b)`` as packed CPU stages (the plain compute when a shape is symbolic)."""
-    out = _packed_product(MATMUL, a, b, transpose_a, transpose_b, None, name)
+    """``op(a) @ op(b)`` as packed CPU stages tiled for ``target`` (default: the host; the
+    plain compute when a shape is symbolic)."""
+    out = _packed_product(MATMUL, a, b, transpose_a, transpose_b, None, name, target)
     return out if out is not None else nn_matmul(a, b, transpose_a, transpose_b, name)
 
 
@@ -134,22 +142,25 @@ def batch_matmul(
     transpose_a: bool = False,
     transpose_b: bool = False,
     name: str = "batch_matmul",
+    target: Any = None,
 ) -> Tensor:
-    """Batched ``op(a) @ op(b)`` as packed CPU stages (plain when a shape is symbolic)."""
-    out = _packed_product(BATCH_MATMUL, a, b, transpose_a, transpose_b, None, name)
+    """Batched ``op(a) @ op(b)`` as packed CPU stages tiled for ``target`` (default: the host;
+    plain when a shape is symbolic)."""
+    out = _packed_product(BATCH_MATMUL, a, b, transpose_a, transpose_b, None, name, target)
     return out if out is not None else nn_batch_matmul(a, b, transpose_a, transpose_b, name)
 
 
-def dense(x: Any, w: Any, bias: Any = None, name: str = "dense") -> Tensor:
-    """``x @ w.T (+ bias)`` as packed CPU stages (plain when a shape is symbolic)."""
-    out = _packed_product(DENSE, x, w, False, True, bias, name)
+def dense(x: Any, w: Any, bias: Any = None, name: str = "dense", target: Any = None) -> Tensor:
+    """``x @ w.T (+ bias)`` as packed CPU stages tiled for ``target`` (default: the host;
+    plain when a shape is symbolic)."""
+    out = _packed_product(DENSE, x, w, False, True, bias, name, target)
     return out if out is not None else nn_dense(x, w, bias, name)
 
 
 # -- schedules -----------------------------------------------------------------------------------
-def tile_loops(stage: Stage, rows: int, cols: int, work: int | None) -> tuple[Any, Any, Any]:
-    """Split the last two axes of ``stage`` into ``rows x cols`` tiles; returns the innermost
-    tile loop (where a tile is computed), the unrolled row loop and the column loop.
+def tile_loops(stage: Stage, tile: Tile, work: int | None) -> tuple[Any, Any, Any]:
+    """Split the last two axes of ``stage`` into ``tile.rows x tile.cols`` tiles; returns the
+    innermost tile loop (where a tile is computed), the unrolled row loop and the column loop.
 
     Column panels are outside row tiles (a packed panel then stays in cache while A streams
     through) unless there are fewer than 4 of them; the first tile loop (batch included) with
@@ -158,10 +169,10 @@ def tile_loops(stage: Stage, rows: int, cols: int, work: int | None) -> tuple[An
     ``fused % n`` tile inside the tensor and would guard every access of the kernel.
     """
     *batch, i, j = stage.op.axis
-    jo, ji = stage.split(j, factor=cols)
-    io, ii = stage.split(i, factor=rows)
+    jo, ji = stage.split(j, factor=tile.cols)
+    io, ii = stage.split(i, factor=tile.rows)
     panels = const_int(j.dom.extent)
-    order = [jo, io] if panels is None or panels >= 4 * cols else [io, jo]
+    order = [jo, io] if panels is None or panels >= 4 * tile.cols else [io, jo]
     stage.reorder(*batch, *order, ii, ji)
     if common.worth_parallel(work):
         stage.parallel(common.pick_parallel(stage, [*batch, *order]))
@@ -175,7 +186,7 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     returns the stages it scheduled."""
     tile: Tile = acc.op.attrs["tile"]
     work = common.work_of(acc.op)
-    at, _, _ = tile_loops(out, tile.rows, tile.cols, work)
+    at, _, _ = tile_loops(out, tile, work)
     a_stage = sch[acc]
     a_stage.compute_at(out, at)
     *_, ci, cj = acc.op.axis
@@ -185,15 +196,16 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     return [out, a_stage, *common.schedule_packs(sch, acc, work)]
 
 
-def schedule_plain(sch: Schedule, c: Tensor) -> list[Stage]:
-    """A register-tiled schedule for the plain reduction of `kiln.topi.nn.dense` (correct for
-    every shape; edges that do not divide the tile are guarded inside the kernel)."""
+def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
+    """A register-tiled schedule (tile for ``target``, default the host) for the plain
+    reduction of `kiln.topi.nn.dense` (correct for every shape; edges that do not divide the
+    tile are guarded inside the kernel)."""
     stage = sch[c]
     cl = sch.cache_write(c, "local")
     *_, i, j = stage.op.axis
     n, m = (const_int(x.dom.extent) or 1 for x in (i, j))
-    tile = matmul_tile(n, m, c.dtype)
-    at, _, _ = tile_loops(stage, tile.rows, tile.cols, common.work_of(cl.op))
+    tile = matmul_tile(n, m, c.dtype, cpu_target(target))
+    at, _, _ = tile_loops(stage, tile, common.work_of(cl.op))
     local = sch[cl]
     local.compute_at(stage, at)
     *_, ci, cj = cl.op.axis
@@ -206,9 +218,10 @@ def schedule_plain(sch: Schedule, c: Tensor) -> list[Stage]:
 PLAIN_TAGS = (MATMUL, DENSE, BATCH_MATMUL)
 
 
-def schedule_matmul(outs: Any) -> Schedule:
-    """The CPU schedule of matrix products (packed ones from this module, plain ones from
-    `kiln.topi.nn.dense`) with their element-wise epilogues inlined."""
+def schedule_matmul(outs: Any, target: Any = None) -> Schedule:
+    """The CPU schedule of matrix products (packed ones from this module, tiled as their
+    computes say; plain ones from `kiln.topi.nn.dense`, tiled for ``target``, default the host)
+    with their element-wise epilogues inlined."""
     sch = common.create_with_inlined_epilogues(outs)
     for stage in list(sch.stages):
         op = stage.op
@@ -217,7 +230,7 @@ def schedule_matmul(outs: Any) -> Schedule:
             if reader is not None:
                 schedule_packed(sch, op.output(0), reader)
         elif op.tag in PLAIN_TAGS and getattr(op, "reduce_axis", ()) and stage.is_output:
-            schedule_plain(sch, op.output(0))
+            schedule_plain(sch, op.output(0), target)
     return sch
 
 

@@ -1,8 +1,9 @@
 """Plugs the x86 schedules into `kiln.topi.schedule_for` (`kiln.topi.generic` registry).
 
 `schedule_for` inlines element-wise stages first, then calls the schedule registered for each
-anchor's tag: the accumulation stages of `kiln.topi.x86` computes, and the plain reductions of
-`kiln.topi.nn` matrix products and convolutions. Each adapter marks the stages it placed as
+anchor's tag: the accumulation stages of `kiln.topi.x86` computes (tiled when the computes were
+made), and the plain reductions of `kiln.topi.nn` matrix products and convolutions (tiled for
+the context's target). Each adapter marks the stages it placed as
 done. Importing `kiln.topi.x86` registers them.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kiln.ir.target import Target
 from kiln.te import Schedule, Stage, Tensor
 from kiln.topi.generic.common import ScheduleContext, register_schedule
 from kiln.topi.x86 import common
@@ -23,7 +25,7 @@ from kiln.topi.x86.dense import schedule_packed as matmul_packed
 from kiln.topi.x86.dense import schedule_plain as matmul_plain
 
 Packed = Callable[[Schedule, Tensor, Stage], list[Stage]]
-Plain = Callable[[Schedule, Tensor], list[Stage]]
+Plain = Callable[[Schedule, Tensor, Target], list[Stage]]
 
 
 def _packed(tag: str, fn: Packed) -> None:
@@ -37,7 +39,7 @@ def _packed(tag: str, fn: Packed) -> None:
 def _plain(tag: str, fn: Plain) -> None:
     @register_schedule(tag)
     def schedule(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
-        ctx.done.update(fn(sch, t))
+        ctx.done.update(fn(sch, t, ctx.target))
 
 
 _packed(MATMUL_ACC_TAG, matmul_packed)
