@@ -1,0 +1,307 @@
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <tvm/ffi/c_api.h>
+typedef float float32x4 __attribute__((vector_size(16)));
+typedef int32_t int32x4 __attribute__((vector_size(16)));
+typedef float32x4 kiln_float32x4_u __attribute__((aligned(4)));
+typedef float float32x2 __attribute__((vector_size(8)));
+typedef int32_t int32x2 __attribute__((vector_size(8)));
+typedef float32x2 kiln_float32x2_u __attribute__((aligned(4)));
+
+/* Scratch memory: 64-byte aligned, size rounded up so aligned_alloc accepts it. */
+static void* kiln_alloc(int64_t nbytes, const char* func, const char* name) {
+  size_t size = nbytes > 0 ? (size_t)nbytes : 1u;
+  size = (size + 63u) & ~(size_t)63u;
+  void* p = aligned_alloc(64, size);
+  if (p == NULL) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "%s: cannot allocate %lld bytes for %s", func,
+             (long long)nbytes, name);
+    TVMFFIErrorSetRaisedFromCStr("MemoryError", msg);
+  }
+  return p;
+}
+
+static int kiln_fail(const char* kind, const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  TVMFFIErrorSetRaisedFromCStr(kind, msg);
+  return -1;
+}
+
+static const char* kiln_kind_name(int32_t kind) {
+  switch (kind) {
+    case kTVMFFINone: return "None";
+    case kTVMFFIInt: return "int";
+    case kTVMFFIBool: return "bool";
+    case kTVMFFIFloat: return "float";
+    case kTVMFFIOpaquePtr: return "an opaque pointer";
+    case kTVMFFIDataType: return "a dtype";
+    case kTVMFFIDevice: return "a device";
+    case kTVMFFIDLTensorPtr: case kTVMFFITensor: return "a tensor";
+    case kTVMFFIRawStr: case kTVMFFISmallStr: case kTVMFFIStr: return "str";
+    case kTVMFFIByteArrayPtr: case kTVMFFISmallBytes: case kTVMFFIBytes: return "bytes";
+    case kTVMFFIFunction: return "a function";
+    case kTVMFFIShape: return "a shape";
+    case kTVMFFIArray: case kTVMFFIList: return "a list";
+    case kTVMFFIMap: case kTVMFFIDict: return "a dict";
+    case kTVMFFIModule: return "a module";
+    default: return "an object";
+  }
+}
+
+static void kiln_dtype_name(DLDataType t, char* out, size_t cap) {
+  const char* named = NULL;
+  const char* base = NULL;
+  switch (t.code) {
+    case kDLInt: base = "int"; break;
+    case kDLUInt: base = "uint"; break;
+    case kDLFloat: base = "float"; break;
+    case kDLBfloat: base = "bfloat"; break;
+    case kDLComplex: base = "complex"; break;
+    case kDLBool: named = "bool"; break;
+    case kDLFloat8_e4m3fn: named = "float8_e4m3fn"; break;
+    case kDLFloat8_e5m2: named = "float8_e5m2"; break;
+    case kDLOpaqueHandle: named = "handle"; break;
+    default: snprintf(out, cap, "dtype(code=%d, bits=%d)", (int)t.code, (int)t.bits); return;
+  }
+  if (named != NULL) snprintf(out, cap, t.lanes > 1 ? "%sx%d" : "%s", named, (int)t.lanes);
+  else snprintf(out, cap, t.lanes > 1 ? "%s%dx%d" : "%s%d", base, (int)t.bits, (int)t.lanes);
+}
+
+static int64_t kiln_numel(const DLTensor* t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; ++d) n *= t->shape[d];
+  return n;
+}
+
+static void kiln_ints(const int64_t* v, int n, char* out, size_t cap) {
+  size_t used = (size_t)snprintf(out, cap, "(");
+  for (int d = 0; d < n && used < cap; ++d) {
+    used += (size_t)snprintf(out + used, cap - used, d ? ", %lld" : "%lld", (long long)v[d]);
+  }
+  if (used < cap) snprintf(out + used, cap - used, n == 1 ? ",)" : ")");
+}
+
+/* args[i] as a tensor on `device` (kDLCPU, kDLCUDA) of dtype `want` and `ndim` dimensions
+   with usable data. */
+static int kiln_arg_tensor(const TVMFFIAny* args, int32_t i, const char* fn, const char* name,
+                           DLDataType want, const char* want_name, int32_t ndim, int32_t device,
+                           DLTensor** out) {
+  int32_t kind = args[i].type_index;
+  DLTensor* t;
+  char got[64];
+  if (kind == kTVMFFITensor) {
+    t = (DLTensor*)((char*)args[i].v_obj + sizeof(TVMFFIObject));
+  } else if (kind == kTVMFFIDLTensorPtr && args[i].v_ptr != NULL) {
+    t = (DLTensor*)args[i].v_ptr;
+  } else {
+    return kiln_fail("TypeError", "%s: argument %s expected a tensor, got %s", fn, name,
+                     kind == kTVMFFIDLTensorPtr ? "a NULL DLTensor*" : kiln_kind_name(kind));
+  }
+  if (t->dtype.code != want.code || t->dtype.bits != want.bits || t->dtype.lanes != want.lanes) {
+    kiln_dtype_name(t->dtype, got, sizeof(got));
+    return kiln_fail("TypeError", "%s: argument %s.dtype expected %s, got %s", fn, name,
+                     want_name, got);
+  }
+  if (t->ndim != ndim) {
+    return kiln_fail("ValueError", "%s: argument %s.ndim expected %d, got %d", fn, name,
+                     (int)ndim, (int)t->ndim);
+  }
+  if (t->device.device_type != device) {
+    return kiln_fail("ValueError", "%s: argument %s.device expected %s, got device type %d",
+                     fn, name, device == kDLCUDA ? "cuda" : "cpu", (int)t->device.device_type);
+  }
+  if (t->data == NULL && kiln_numel(t) != 0) {
+    return kiln_fail("ValueError", "%s: argument %s.data expected a non-null pointer, got NULL",
+                     fn, name);
+  }
+  *out = t;
+  return 0;
+}
+
+static int kiln_check_compact(const DLTensor* t, const char* fn, const char* name) {
+  int64_t expect = 1;
+  char strides[256], shape[256];
+  if (t->strides == NULL || kiln_numel(t) == 0) return 0;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    if (t->shape[d] != 1 && t->strides[d] != expect) {
+      kiln_ints(t->strides, t->ndim, strides, sizeof(strides));
+      kiln_ints(t->shape, t->ndim, shape, sizeof(shape));
+      return kiln_fail("ValueError",
+                       "%s: argument %s.strides expected a compact row-major layout, got strides "
+                       "%s for shape %s (pass a contiguous array, e.g. numpy.ascontiguousarray)",
+                       fn, name, strides, shape);
+    }
+    expect *= t->shape[d];
+  }
+  return 0;
+}
+
+/* field 0: shape[axis]; 1: strides[axis] (row-major when absent); 2: elem_offset. */
+static int64_t kiln_dim(const DLTensor* t, int field, int axis) {
+  if (field == 0) return t->shape[axis];
+  if (field == 2) {
+    int64_t size = ((int64_t)t->dtype.bits * t->dtype.lanes + 7) / 8;
+    return (int64_t)t->byte_offset / (size > 0 ? size : 1);
+  }
+  if (t->strides != NULL) return t->strides[axis];
+  int64_t s = 1;
+  for (int d = t->ndim - 1; d > axis; --d) s *= t->shape[d];
+  return s;
+}
+
+static int kiln_check_dim(int64_t got, int64_t want, const char* fn, const char* what,
+                          const char* note) {
+  if (got == want) return 0;
+  return kiln_fail("ValueError", "%s: argument %s expected %lld%s, got %lld", fn, what,
+                   (long long)want, note, (long long)got);
+}
+
+static int kiln_bind_int(int64_t v, int64_t lo, int64_t hi, const char* fn, const char* what,
+                         const char* var, const char* type) {
+  if (v >= lo && v <= hi) return 0;
+  return kiln_fail("ValueError", "%s: argument %s = %lld does not fit %s, the %s it defines", fn,
+                   what, (long long)v, var, type);
+}
+
+static inline int32_t kiln_min_int32(int32_t a, int32_t b) { return a < b ? a : b; }
+static int32_t conv2d_packed(float* restrict x_data, float* restrict w_data, float* restrict conv2d_nchw_data);
+static int32_t conv2d_packed_par(int32_t i2_outer, float* restrict conv2d_nchw_pad_data, float* restrict conv2d_nchw_kpack_data, float* restrict conv2d_nchw_data);
+
+static int32_t conv2d_packed(float* restrict x_data, float* restrict w_data, float* restrict conv2d_nchw_data) {
+  float* conv2d_nchw_pad_data = (float*)kiln_alloc((int64_t)1 * (int64_t)16 * (int64_t)30 * (int64_t)30 * 4, "conv2d_packed", "conv2d_nchw_pad_data");
+  if (conv2d_nchw_pad_data == NULL) {
+    return -1;
+  }
+  float* conv2d_nchw_kpack_data = (float*)kiln_alloc((int64_t)6 * (int64_t)3 * (int64_t)3 * (int64_t)16 * (int64_t)6 * 4, "conv2d_packed", "conv2d_nchw_kpack_data");
+  if (conv2d_nchw_kpack_data == NULL) {
+    free(conv2d_nchw_pad_data);
+    return -1;
+  }
+  for (int32_t c = 0; c < 16; ++c) {
+    for (int32_t y = 0; y < 30; ++y) {
+      #pragma omp simd
+      for (int32_t x_1 = 0; x_1 < 30; ++x_1) {
+        conv2d_nchw_pad_data[(((c * 900) + (y * 30)) + x_1)] = (((((y > 0) && (y < 29)) && (x_1 > 0)) && (x_1 < 29)) ? x_data[((((c * 784) + (y * 28)) + x_1) - 29)] : 0.0f);
+      }
+    }
+  }
+  for (int32_t oo = 0; oo < 6; ++oo) {
+    for (int32_t ky = 0; ky < 3; ++ky) {
+      for (int32_t kx = 0; kx < 3; ++kx) {
+        for (int32_t c_1 = 0; c_1 < 16; ++c_1) {
+          *(kiln_float32x4_u*)(conv2d_nchw_kpack_data + ((((oo * 864) + (ky * 288)) + (kx * 96)) + (c_1 * 6))) = ({ __auto_type kiln_t2 = ((((({ __auto_type kiln_t4 = (((int32x4){0, 1, 2, 3}) + (oo * 6)); __auto_type kiln_t5 = ({ int32_t kiln_t6 = 31; (int32x4){kiln_t6, kiln_t6, kiln_t6, kiln_t6}; }); int32x4 kiln_r7; for (int kiln_l3 = 0; kiln_l3 < 4; ++kiln_l3) kiln_r7[kiln_l3] = kiln_min_int32(kiln_t4[kiln_l3], kiln_t5[kiln_l3]); kiln_r7; }) * ({ int32_t kiln_t8 = 144; (int32x4){kiln_t8, kiln_t8, kiln_t8, kiln_t8}; })) + ({ int32_t kiln_t9 = (c_1 * 9); (int32x4){kiln_t9, kiln_t9, kiln_t9, kiln_t9}; })) + ({ int32_t kiln_t10 = (ky * 3); (int32x4){kiln_t10, kiln_t10, kiln_t10, kiln_t10}; })) + ({ int32_t kiln_t11 = kx; (int32x4){kiln_t11, kiln_t11, kiln_t11, kiln_t11}; })); float32x4 kiln_r12; for (int kiln_l1 = 0; kiln_l1 < 4; ++kiln_l1) kiln_r12[kiln_l1] = w_data[kiln_t2[kiln_l1]]; kiln_r12; });
+          *(kiln_float32x2_u*)(conv2d_nchw_kpack_data + (((((oo * 864) + (ky * 288)) + (kx * 96)) + (c_1 * 6)) + 4)) = ({ __auto_type kiln_t14 = ((((({ __auto_type kiln_t16 = (((int32x2){0, 1}) + ((oo * 6) + 4)); __auto_type kiln_t17 = ({ int32_t kiln_t18 = 31; (int32x2){kiln_t18, kiln_t18}; }); int32x2 kiln_r19; for (int kiln_l15 = 0; kiln_l15 < 2; ++kiln_l15) kiln_r19[kiln_l15] = kiln_min_int32(kiln_t16[kiln_l15], kiln_t17[kiln_l15]); kiln_r19; }) * ({ int32_t kiln_t20 = 144; (int32x2){kiln_t20, kiln_t20}; })) + ({ int32_t kiln_t21 = (c_1 * 9); (int32x2){kiln_t21, kiln_t21}; })) + ({ int32_t kiln_t22 = (ky * 3); (int32x2){kiln_t22, kiln_t22}; })) + ({ int32_t kiln_t23 = kx; (int32x2){kiln_t23, kiln_t23}; })); float32x2 kiln_r24; for (int kiln_l13 = 0; kiln_l13 < 2; ++kiln_l13) kiln_r24[kiln_l13] = w_data[kiln_t14[kiln_l13]]; kiln_r24; });
+        }
+      }
+    }
+  }
+  #pragma omp parallel for schedule(static)
+  for (int32_t i2_outer = 0; i2_outer < 14; ++i2_outer) {
+    conv2d_packed_par(i2_outer, conv2d_nchw_pad_data, conv2d_nchw_kpack_data, conv2d_nchw_data);
+  }
+  free(conv2d_nchw_kpack_data);
+  free(conv2d_nchw_pad_data);
+  return 0;
+}
+
+static int32_t conv2d_packed_par(int32_t i2_outer, float* restrict conv2d_nchw_pad_data, float* restrict conv2d_nchw_kpack_data, float* restrict conv2d_nchw_data) {
+  for (int32_t i3_outer = 0; i3_outer < 7; ++i3_outer) {
+    for (int32_t i1_outer = 0; i1_outer < 6; ++i1_outer) {
+      float conv2d_nchw_acc_data[48] __attribute__((aligned(64)));
+      #pragma GCC unroll 6
+      for (int32_t o_init = 0; o_init < 6; ++o_init) {
+        #pragma GCC unroll 2
+        for (int32_t y_init = 0; y_init < 2; ++y_init) {
+          *(kiln_float32x4_u*)(conv2d_nchw_acc_data + ((o_init * 8) + (y_init * 4))) = ({ float kiln_t27 = 0.0f; (float32x4){kiln_t27, kiln_t27, kiln_t27, kiln_t27}; });
+        }
+      }
+      for (int32_t ry = 0; ry < 3; ++ry) {
+        for (int32_t rx = 0; rx < 3; ++rx) {
+          for (int32_t rc = 0; rc < 16; ++rc) {
+            #pragma GCC unroll 6
+            for (int32_t o = 0; o < 6; ++o) {
+              #pragma GCC unroll 2
+              for (int32_t y_1 = 0; y_1 < 2; ++y_1) {
+                *(kiln_float32x4_u*)(conv2d_nchw_acc_data + ((o * 8) + (y_1 * 4))) = ((*(kiln_float32x4_u*)(conv2d_nchw_acc_data + ((o * 8) + (y_1 * 4)))) + ((*(kiln_float32x4_u*)(conv2d_nchw_pad_data + (((((((rc * 900) + (i2_outer * 60)) + (y_1 * 30)) + (ry * 30)) + (i3_outer * 4)) + 0) + rx))) * ({ float kiln_t28 = conv2d_nchw_kpack_data[(((((i1_outer * 864) + (ry * 288)) + (rx * 96)) + (rc * 6)) + o)]; (float32x4){kiln_t28, kiln_t28, kiln_t28, kiln_t28}; })));
+              }
+            }
+          }
+        }
+      }
+      #pragma GCC unroll 6
+      for (int32_t i1_inner = 0; i1_inner < 6; ++i1_inner) {
+        if ((((i1_outer * 6) + i1_inner) < 32)) {
+          #pragma GCC unroll 2
+          for (int32_t i2_inner = 0; i2_inner < 2; ++i2_inner) {
+            *(kiln_float32x4_u*)(conv2d_nchw_data + ((((((i1_outer * 4704) + (i1_inner * 784)) + (i2_outer * 56)) + (i2_inner * 28)) + (i3_outer * 4)) + 0)) = (*(kiln_float32x4_u*)(conv2d_nchw_acc_data + ((i1_inner * 8) + (i2_inner * 4))));
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+TVM_FFI_DLL_EXPORT int __tvm_ffi_conv2d_packed(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+  (void)self;
+  if (num_args != 3) {
+    return kiln_fail("TypeError", "conv2d_packed: expected 3 arguments (x, w, conv2d_nchw), got %d", (int)num_args);
+  }
+  DLTensor* x_tensor;
+  if (kiln_arg_tensor(args, 0, "conv2d_packed", "x", (DLDataType){2, 32, 1}, "float32", 4, 1, &x_tensor) != 0) return -1;
+  DLTensor* w_tensor;
+  if (kiln_arg_tensor(args, 1, "conv2d_packed", "w", (DLDataType){2, 32, 1}, "float32", 4, 1, &w_tensor) != 0) return -1;
+  DLTensor* conv2d_nchw_tensor;
+  if (kiln_arg_tensor(args, 2, "conv2d_packed", "conv2d_nchw", (DLDataType){2, 32, 1}, "float32", 4, 1, &conv2d_nchw_tensor) != 0) return -1;
+  if (kiln_check_compact(x_tensor, "conv2d_packed", "x") != 0) return -1;
+  if (kiln_check_compact(w_tensor, "conv2d_packed", "w") != 0) return -1;
+  if (kiln_check_compact(conv2d_nchw_tensor, "conv2d_packed", "conv2d_nchw") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(x_tensor, 0, 0), (int64_t)1, "conv2d_packed", "x.shape[0]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(x_tensor, 0, 1), (int64_t)16, "conv2d_packed", "x.shape[1]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(x_tensor, 0, 2), (int64_t)28, "conv2d_packed", "x.shape[2]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(x_tensor, 0, 3), (int64_t)28, "conv2d_packed", "x.shape[3]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(w_tensor, 0, 0), (int64_t)32, "conv2d_packed", "w.shape[0]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(w_tensor, 0, 1), (int64_t)16, "conv2d_packed", "w.shape[1]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(w_tensor, 0, 2), (int64_t)3, "conv2d_packed", "w.shape[2]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(w_tensor, 0, 3), (int64_t)3, "conv2d_packed", "w.shape[3]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(conv2d_nchw_tensor, 0, 0), (int64_t)1, "conv2d_packed", "conv2d_nchw.shape[0]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(conv2d_nchw_tensor, 0, 1), (int64_t)32, "conv2d_packed", "conv2d_nchw.shape[1]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(conv2d_nchw_tensor, 0, 2), (int64_t)28, "conv2d_packed", "conv2d_nchw.shape[2]", "") != 0) return -1;
+  if (kiln_check_dim(kiln_dim(conv2d_nchw_tensor, 0, 3), (int64_t)28, "conv2d_packed", "conv2d_nchw.shape[3]", "") != 0) return -1;
+  float* x_data = (float*)((char*)x_tensor->data + x_tensor->byte_offset);
+  float* w_data = (float*)((char*)w_tensor->data + w_tensor->byte_offset);
+  float* conv2d_nchw_data = (float*)((char*)conv2d_nchw_tensor->data + conv2d_nchw_tensor->byte_offset);
+  return conv2d_packed(x_data, w_data, conv2d_nchw_data);
+}
+
+
+/* kiln metadata: the exposed functions of this library (see kiln/runtime/module.py). */
+#include <tvm/ffi/c_api.h>
+#ifdef __cplusplus
+extern "C"
+#endif
+TVM_FFI_DLL_EXPORT int __tvm_ffi___kiln_func_names(void* self, const TVMFFIAny* args,
+                                                int32_t num_args, TVMFFIAny* result) {
+  static const char names[] = "conv2d_packed";
+  TVMFFIByteArray bytes;
+  (void)self;
+  (void)args;
+  if (num_args != 0) {
+    TVMFFIErrorSetRaisedFromCStr("TypeError", "__kiln_func_names takes no arguments");
+    return -1;
+  }
+  bytes.data = names;
+  bytes.size = sizeof(names) - 1;
+  return TVMFFIStringFromByteArray(&bytes, result);
+}
