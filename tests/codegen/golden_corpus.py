@@ -137,12 +137,12 @@ def emit(name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--update", action="store_true", help="rewrite tests/codegen/golden/*.c")
+    ap.add_argument("--update", action="store_true", help="rewrite tests/codegen/golden/*.golden")
     args = ap.parse_args(argv)
     GOLDEN.mkdir(exist_ok=True)
     changed = []
     for name in kernels():
-        path = GOLDEN / f"{name}.c"
+        path = GOLDEN / f"{name}.golden"
         text = emit(name)
         if not path.exists() or path.read_text() != text:
             changed.append(name)

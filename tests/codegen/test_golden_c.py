@@ -18,7 +18,7 @@ NAMES = sorted(kernels())
 
 @pytest.mark.parametrize("name", NAMES)
 def test_emitted_c_matches_golden(name: str) -> None:
-    path = GOLDEN / f"{name}.c"
+    path = GOLDEN / f"{name}.golden"
     assert path.exists(), (
         f"no golden C for {name!r}: run python -m tests.codegen.golden_corpus --update"
     )
@@ -26,7 +26,7 @@ def test_emitted_c_matches_golden(name: str) -> None:
     if got != want:
         diff = "".join(
             difflib.unified_diff(
-                want.splitlines(True), got.splitlines(True), f"golden/{name}.c", "emitted"
+                want.splitlines(True), got.splitlines(True), f"golden/{name}.golden", "emitted"
             )
         )
         pytest.fail(
@@ -36,7 +36,7 @@ def test_emitted_c_matches_golden(name: str) -> None:
 
 
 def test_corpus_has_every_golden_file() -> None:
-    stale = sorted(p.stem for p in GOLDEN.glob("*.c") if p.stem not in kernels())
+    stale = sorted(p.stem for p in GOLDEN.glob("*.golden") if p.stem not in kernels())
     assert not stale, f"golden files without a kernel (delete them): {stale}"
     assert len(NAMES) >= 20
 
@@ -44,5 +44,5 @@ def test_corpus_has_every_golden_file() -> None:
 def test_simplified_index_arithmetic() -> None:
     """No ``(f / 64) * 1024 + (f % 64) * 16``-style pairs where the simplifier knows bounds."""
     for name in NAMES:
-        text = (GOLDEN / f"{name}.c").read_text()
+        text = (GOLDEN / f"{name}.golden").read_text()
         assert "kiln_floordiv" not in text and "kiln_floormod" not in text, name
