@@ -4,11 +4,13 @@
 `outline(graph, members, attrs)` builds a private function whose parameters are what the group
 reads from outside (variables, and constant tensors, which become parameters too), whose body is
 the group's bindings in one dataflow block, and whose result is every value of the group used
-outside it (one value, or a tuple of them in binding order). It returns None when the group
-mentions a symbolic variable its parameters do not define. `call_bindings` gives the bindings
-that replace the group in the original block: the call, bound to the original variable (one
-output) or to a new tuple variable followed by one item binding per original variable, so the
-rest of the function keeps referring to the same variables.
+outside it (one value, or a tuple of them in binding order); its span is its first binding's.
+It returns None when the group mentions a symbolic variable its parameters do not define.
+
+`call_bindings` gives the bindings that replace the group in the original block: the call,
+bound to the original variable (one output) or to a new tuple variable followed by one item
+binding per original variable, so the rest of the function keeps referring to the same
+variables.
 """
 
 from __future__ import annotations
@@ -149,6 +151,8 @@ def outline(graph: BlockGraph, members: list[int], attrs: dict[str, Any]) -> Out
         gv = bb.emit_func_output(result)
     func = bb.get()[gv]
     assert isinstance(func, Function)
+    first = graph.bindings[members[0]]
+    func = replace(func, span=first.span or first.value.span)  # where the fused code starts
     defined = tuple(graph.bindings[m].var for m in outputs)
     return Outlined(func, tuple(inputs), defined)
 

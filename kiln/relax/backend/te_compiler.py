@@ -223,7 +223,7 @@ def lower_primitive(func: Function, target: Target, name: str, where: str) -> Pr
             f"its result uses symbolic variables ({names}) its parameters do not "
             "define; fix: pass them as tensor dims, or match_cast the result",
         )
-    return replace(prim, attrs=prim.attrs.with_item(TARGET, target), span=func.span)
+    return replace(prim, attrs=prim.attrs.with_item(TARGET, str(target)), span=func.span)
 
 
 # -- shape functions -----------------------------------------------------------------------------
@@ -342,5 +342,7 @@ def shape_function(func: Function, name: str, host: Target, where: str) -> Shape
         body = LetStmt(var, load, body)
     handles = [TirVar(b.name, DataType("handle", 0)) for b in [*sp.buffers, *outs]]
     bmap = dict(zip(handles, [*sp.buffers, *outs]))
-    prim = PrimFunc(tuple(handles), body, buffer_map=bmap, attrs={TARGET: host}, span=func.span)
+    prim = PrimFunc(
+        tuple(handles), body, buffer_map=bmap, attrs={TARGET: str(host)}, span=func.span
+    )
     return ShapeFunc(prim, tuple(sp.states), len(sp.params), len(outs))
