@@ -63,6 +63,7 @@ from kiln.relax.backend.te_compiler import (
     shape_function,
 )
 from kiln.relax.binding import VarBinding
+from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Call, Function, Tuple, Var
 from kiln.relax.expr_functor import ExprMutator, ExprVisitor
 from kiln.relax.normalizer import func_struct_info
@@ -178,6 +179,8 @@ class _Lowerer(ExprMutator):
             func = self.local.get(id(op))
             return func, f"local function {op.name_hint!r} in {self.caller_name!r}"
         if isinstance(op, Function):
+            if op.body.struct_info_ is None:  # an inline function is not normalized with its caller
+                op = BlockBuilder().normalize(op)
             return op, f"inline function in {self.caller_name!r}"
         return None, ""
 
