@@ -56,6 +56,7 @@ class ExternalSource:
 Codegen = Callable[[Any], "str | CSource | None"]
 
 _CODEGENS: dict[str, Codegen] = {}
+_PATTERNS: dict[str, Callable[[], list[Any]]] = {}
 
 
 def register_codegen(name: str, fn: Codegen | None = None, override: bool = False) -> Any:
@@ -78,6 +79,21 @@ def register_codegen(name: str, fn: Codegen | None = None, override: bool = Fals
 def unregister_codegen(name: str) -> None:
     """Remove codegen ``name`` (tests)."""
     _CODEGENS.pop(name, None)
+    _PATTERNS.pop(name, None)
+
+
+def register_patterns(name: str, patterns: Callable[[], list[Any]]) -> None:
+    """Register the function giving backend ``name``'s partition patterns (`ChainPattern`s);
+    it raises a `KilnError` naming what to install when the backend's library is missing."""
+    _PATTERNS[name] = patterns
+
+
+def backend_patterns(name: str) -> list[Any] | None:
+    """The partition patterns of backend ``name`` (None when it registers none)."""
+    if name not in _PATTERNS:
+        _load_builtin(name)
+    provider = _PATTERNS.get(name)
+    return provider() if provider is not None else None
 
 
 def get_codegen(name: str) -> Codegen | None:
