@@ -34,6 +34,7 @@ from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.block_graph import BlockGraph, Groups
 from kiln.relax.analysis.free_vars import use_counts
 from kiln.relax.analysis.outline import call_bindings, outline
+from kiln.relax.analysis.primitive import PRIMITIVE, fused_name, is_lowerable
 from kiln.relax.binding import BindingBlock, DataflowBlock
 from kiln.relax.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from kiln.relax.expr_functor import ExprMutator
@@ -41,28 +42,10 @@ from kiln.relax.op.registry import OpDef, find_op_def
 from kiln.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from kiln.topi.tag import Pattern
 
-PRIMITIVE = "Primitive"
-COMPILER = "Compiler"
-EXTERN = "Extern"
-MAX_NAME = 64
-"""Fused function names are cut to this many characters (the ops' names can be many)."""
-
 
 def op_short_name(rec: OpDef) -> str:
     """``relax.nn.conv2d`` -> ``conv2d``."""
     return rec.name.rsplit(".", 1)[-1]
-
-
-def fused_name(prefix: str, ops: list[str]) -> str:
-    """``<prefix>_<op>_<op>...``, cut to `MAX_NAME` characters."""
-    return f"{prefix}_{'_'.join(ops)}"[:MAX_NAME].rstrip("_")
-
-
-def is_lowerable(func: Any) -> bool:
-    """Whether FuseOps / LowerTE rewrite the calls inside ``func`` (a plain graph function)."""
-    if not isinstance(func, Function):
-        return False
-    return not any(func.get_attr(k) for k in (PRIMITIVE, EXTERN, COMPILER))
 
 
 def _known(sinfo: StructInfo | None) -> bool:
@@ -274,4 +257,4 @@ class FuseOps(Pass):
         return fuser.builder.get().update_all(changed)
 
 
-__all__ = ["FuseOps", "fused_name", "fusable_record", "is_lowerable", "op_short_name"]
+__all__ = ["FuseOps", "fusable_record", "op_short_name"]

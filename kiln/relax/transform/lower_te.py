@@ -47,6 +47,7 @@ from kiln.ir.structural import structural_equal, structural_hash
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.free_vars import all_global_vars
+from kiln.relax.analysis.primitive import COMPILER, EXTERN, PRIMITIVE, fused_name, is_lowerable
 from kiln.relax.backend.codegen import (
     EXTERNAL_MODS,
     SYMBOL_PREFIX,
@@ -69,7 +70,6 @@ from kiln.relax.expr_functor import ExprMutator, ExprVisitor
 from kiln.relax.normalizer import func_struct_info
 from kiln.relax.op.builtin import call_lowered
 from kiln.relax.struct_info import FuncStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
-from kiln.relax.transform.fuse_ops import COMPILER, EXTERN, PRIMITIVE, fused_name, is_lowerable
 from kiln.tir.function import PrimFunc
 
 PASS = "lower-te"

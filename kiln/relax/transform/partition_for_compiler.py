@@ -29,18 +29,11 @@ from kiln.relax.analysis.block_graph import BlockGraph, Groups
 from kiln.relax.analysis.chain_pattern import ChainPattern, match_chains
 from kiln.relax.analysis.free_vars import use_counts
 from kiln.relax.analysis.outline import call_bindings, outline
+from kiln.relax.analysis.primitive import COMPILER, COMPOSITE, PRIMITIVE, is_lowerable
 from kiln.relax.backend.codegen import backend_patterns
 from kiln.relax.binding import BindingBlock, DataflowBlock
 from kiln.relax.expr import Function
 from kiln.relax.expr_functor import ExprMutator
-
-PRIMITIVE, COMPILER, COMPOSITE = "Primitive", "Compiler", "Composite"
-
-
-def _plain(func: Any) -> bool:
-    return isinstance(func, Function) and not any(
-        func.get_attr(k) for k in (PRIMITIVE, COMPILER, "Extern")
-    )
 
 
 class _Partitioner(ExprMutator):
@@ -107,7 +100,7 @@ class PartitionForCompiler(Pass):
         part = _Partitioner(mod, self.compiler, patterns)
         changed = {}
         for gv, func in mod.items():
-            if _plain(func):
+            if is_lowerable(func):
                 new = part.partition(func)  # type: ignore[arg-type]
                 if new is not func:
                     changed[gv] = new
