@@ -360,7 +360,10 @@ class LowerTE(Pass):
     name: ClassVar[str] = "lower-te"
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        low = _Lowerer(mod, self.module_name, Target.from_any(self.target))
+        target = Target.from_any(self.target)
+        if not target.is_host_kind and target.host is None:  # a device kernel has a host side
+            target = target.with_host(target.host_target())
+        low = _Lowerer(mod, self.module_name, target)
         changed = {}
         for gv, func in mod.items():
             if is_lowerable(func):

@@ -401,3 +401,23 @@ def test_global_var_names_are_module_names() -> None:
     call = body_call(mod)
     assert isinstance(call.args[0], GlobalVar)
     assert call.args[0] is mod.get_global_var("test_fused_add")
+
+
+def test_shape_functions_are_for_the_host_whatever_the_target() -> None:
+    @I.ir_module
+    class Module:
+        @R.function(private=True)
+        def dyn(x: R.Tensor(("n", 7), "float32")) -> R.Tensor(ndim=2, dtype="float32"):
+            R.func_attr({"Primitive": 1})
+            y = R.exp(x)
+            return y
+
+        @R.function
+        def main(a: R.Tensor(("m", 7), "float32")) -> R.Tensor(ndim=2, dtype="float32"):
+            cls = Module
+            b = cls.dyn(a)
+            return b
+
+    mod = LowerTE("gpu", "cuda")(Module)
+    assert mod["gpu_fused_exp"].get_attr("target") == "cuda -host=c"
+    assert mod["shape_func_exp"].get_attr("target") == "c"
