@@ -9,7 +9,8 @@
         bb.emit_func_output(gv)
 """
 
-from kiln.relax import analysis, op, transform
+from kiln.relax import analysis, backend, op, transform
+from kiln.relax.backend import register_codegen
 from kiln.relax.binding import Binding, BindingBlock, DataflowBlock, MatchCast, VarBinding
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import (
@@ -73,7 +74,9 @@ __all__ = [
     "Var",
     "VarBinding",
     "analysis",
+    "backend",
     "const",
     "op",
+    "register_codegen",
     "transform",
 ]

@@ -56,7 +56,12 @@ from kiln.tir.expr import Var as TirVar
 
 INT64 = DataType("int", 64)
 HEADER = "# from kiln.script import ir as I, relax as R, tir as T"
-_SPECIAL = {"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed"}
+_SPECIAL = {
+    "relax.call_tir",
+    "relax.call_dps_packed",
+    "relax.call_pure_packed",
+    "relax.call_lowered",
+}
 
 
 class RelaxPrinter(ExprPrinter):
@@ -203,6 +208,9 @@ class RelaxPrinter(ExprPrinter):
         parts = [head, args[1], f"out_sinfo={outs}"]
         if len(c.args) > 2:
             parts.append(f"tir_vars={args[2]}")
+        if name == "call_lowered":
+            items = c.attrs.items()
+            parts += [f"{k}={self.attr_value(_listed(v))}" for k, v in items]
         return f"R.{name}({', '.join(parts)})"
 
     def attr_kwargs(self, c: Call) -> list[str]:
@@ -216,6 +224,12 @@ class RelaxPrinter(ExprPrinter):
                     continue
             out.append(f"{key}={self.attr_value(list(val) if isinstance(val, tuple) else val)}")
         return out
+
+    def attr_value(self, v: Any) -> str:
+        if isinstance(v, GlobalVar):
+            self.uses_cls = True
+            return f"cls.{v.name_hint}"
+        return super().attr_value(v)
 
     # -- functions and bindings ------------------------------------------------------------------
     def func(self, f: Function, name: str, ind: int = 0, nested: bool = False) -> None:
@@ -307,6 +321,10 @@ class RelaxPrinter(ExprPrinter):
             self.lines.append("    " * (ind + 1) + f"{name}: {ann} = {result}")
             inner, self.lines = self.lines, outer
             self.lines.extend(inner)
+
+
+def _listed(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
 
 
 def _same_attr(default: Any, value: Any) -> bool:

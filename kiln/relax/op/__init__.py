@@ -23,6 +23,7 @@ from kiln.relax.op.binary import (
 )
 from kiln.relax.op.builtin import (
     call_dps_packed,
+    call_lowered,
     call_packed,
     call_pure_packed,
     call_tir,
