@@ -1,15 +1,27 @@
 """Graph-level passes, one per file (each maps an IRModule to an IRModule)."""
 
+from kiln.relax.transform.attach_global_symbol import AttachGlobalSymbol
+from kiln.relax.transform.call_tir_rewrite import CallTIRRewrite
 from kiln.relax.transform.canonicalize_bindings import CanonicalizeBindings
 from kiln.relax.transform.dead_code_elimination import DeadCodeElimination
+from kiln.relax.transform.lambda_lift import LambdaLift
 from kiln.relax.transform.legalize_ops import LegalizeOps
 from kiln.relax.transform.normalize import Normalize
+from kiln.relax.transform.static_plan_block_memory import StaticPlanBlockMemory
 from kiln.relax.transform.to_non_dataflow import ToNonDataflow
+from kiln.relax.transform.vm_builtin_lower import VMBuiltinLower
+from kiln.relax.transform.vm_shape_lower import VMShapeLower
 
 __all__ = [
+    "AttachGlobalSymbol",
+    "CallTIRRewrite",
     "CanonicalizeBindings",
     "DeadCodeElimination",
+    "LambdaLift",
     "LegalizeOps",
     "Normalize",
+    "StaticPlanBlockMemory",
     "ToNonDataflow",
+    "VMBuiltinLower",
+    "VMShapeLower",
 ]
