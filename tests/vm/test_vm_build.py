@@ -73,7 +73,8 @@ def _double_plus(x: object, k: int) -> object:
 class Packed:
     @R.function
     def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
-        y = R.call_packed("kiln.test.vm.double_plus", x, R.prim_value(1), sinfo_args=R.Tensor((4,), "float32"))
+        out = R.Tensor((4,), "float32")
+        y = R.call_packed("kiln.test.vm.double_plus", x, R.prim_value(1), sinfo_args=out)
         z = R.add(y, x)
         return z
 

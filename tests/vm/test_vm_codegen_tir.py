@@ -2,7 +2,7 @@
 ``__vmtir__<name>(ctx_ptr, r, c, f)`` over any-lists, compared structurally with the expected
 PrimFunc. Inputs are already in VM form (shapes lowered, allocation explicit)."""
 
-# ruff: noqa: F841 - names in R scripts are script variables, not Python locals
+# ruff: noqa: F821, F841 - names in R scripts are script variables, not Python names
 
 from __future__ import annotations
 

@@ -100,7 +100,8 @@ def test_bad_arguments_name_the_parameter(main, change, kind, message) -> None:
 
 def test_unknown_function_lists_the_names() -> None:
     vm = machine(Checked, "compiled")
-    with pytest.raises(FunctionNotFoundError, match="no VM function 'mian'; its functions are main"):
+    message = "no VM function 'mian'; its functions are main"
+    with pytest.raises(FunctionNotFoundError, match=message):
         vm["mian"]
 
 
