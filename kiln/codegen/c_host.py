@@ -386,12 +386,35 @@ class CodeGenCHost(CodeGenC):
         if name.endswith("cpacked"):
             if rest and is_null_handle(rest[-1]):
                 rest = rest[:-1]  # TVM's resource handle: not an argument of the callee
-            items = [self.to_packed_arg(a) for a in rest]
+            items = [self.vm_arg(a) for a in rest]
             self.extern_decls.setdefault(self.ENTRY_PREFIX + callee, c_cpacked_decl(callee))
             self.emit(c_call_cpacked(callee, items, dst, ctx=ctx, on_error=exits))
         else:
-            items = [self.to_packed_arg(a) for a in rest]
+            items = [self.vm_arg(a) for a in rest]
             self.emit(c_call_packed(callee, items, dst, ctx=ctx, on_error=exits))
+
+    def vm_arg(self, a: E.PrimExpr) -> str:
+        """An argument of a ``__vmtir__`` call, as the contract's ``TVMFFIAny`` form."""
+        if is_op(a, "anylist_getitem"):
+            lst, index = a.args  # type: ignore[attr-defined]
+            return c_getitem(self.expr(lst), self.expr(index))
+        if is_null_handle(a):
+            return c_any("none")
+        if isinstance(a, E.StringImm):
+            return c_any("str", c_string(a.value))
+        dt = a.dtype
+        if dt.lanes > 1 or not (dt.is_handle or dt.is_bool or dt.is_integer or dt.is_float):
+            raise CodegenError(f"{self.fn.label}: cannot pass a {dt} value to a VM call")
+        kind = (
+            "handle"
+            if dt.is_handle
+            else "bool"
+            if dt.is_bool
+            else "int"
+            if dt.is_integer
+            else "float"
+        )
+        return c_any(kind, self.expr(a))
 
     def call_anylist_getitem(self, e: E.Call) -> str:
         raise CodegenError(f"{self.fn.label}: anylist_getitem is only valid as a packed argument")

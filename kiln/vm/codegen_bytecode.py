@@ -20,7 +20,6 @@ from kiln.errors import CodegenError
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
-from kiln.relax.binding import MatchCast
 from kiln.relax.expr import (
     Call,
     Constant,
@@ -113,8 +112,7 @@ class FunctionCodegen:
     def visit_SeqExpr(self, s: SeqExpr) -> Arg:
         for block in s.blocks:
             for b in block.bindings:
-                if isinstance(b, MatchCast):
-                    raise CodegenError("VM codegen: match_cast left; run VMShapeLower first")
+                # a match_cast was checked by VMShapeLower: here it only names its value
                 self.values[id(b.var)] = self.visit(b.value)
         return self.visit(s.body)
 

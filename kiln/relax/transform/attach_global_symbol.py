@@ -35,8 +35,9 @@ class AttachGlobalSymbol(Pass):
                 sym = gv.name_hint
             if sym in owners:
                 raise PassError(
-                    f"AttachGlobalSymbol: {owners[sym]!r} and {gv.name_hint!r} would both be "
-                    f"exported as {sym!r}; rename one of them"
+                    "AttachGlobalSymbol",
+                    f"{owners[sym]!r} and {gv.name_hint!r} would both be "
+                    f"exported as {sym!r}; rename one of them",
                 )
             owners[sym] = gv.name_hint
         return mod.update_all(changed) if changed else mod

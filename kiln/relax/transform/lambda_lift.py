@@ -41,8 +41,9 @@ class _Lift(ExprMutator):
         captured = free_vars(inner)
         if any(v is b.var for v in captured):
             raise PassError(
-                f"LambdaLift: local function {b.var.name_hint!r} of {self.prefix} calls itself; "
-                "recursive local functions are not supported (make it a module function)"
+                "LambdaLift",
+                f"local function {b.var.name_hint!r} of {self.prefix} calls itself; "
+                "recursive local functions are not supported (make it a module function)",
             )
         lifted = self.lift(inner, captured)
         gv = self.builder.add_func(lifted, f"{self.prefix}_{b.var.name_hint}")

@@ -88,8 +88,9 @@ class _Lower(ExprMutator):
         if lower is None:
             needs = _BEFORE.get(call.op.name, "LegalizeOps (or FuseOps + LowerTE)")
             raise PassError(
-                f"VMBuiltinLower: {call.op.name} has no VM lowering; {needs} should have "
-                "replaced it (see default_relax_pipeline in kiln/driver/pipeline.py)"
+                "VMBuiltinLower",
+                f"{call.op.name} has no VM lowering; {needs} should have "
+                "replaced it (see default_relax_pipeline in kiln/driver/pipeline.py)",
             )
         return lower(call)
 

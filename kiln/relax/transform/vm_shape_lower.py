@@ -9,7 +9,8 @@ already stored, so every use of a dim in the inputs is checked against the first
 checked field by field, shapes with ``check_shape_info`` + ``match_shape``, int prim values with
 ``match_prim_value``, functions with ``check_func_info``. Error contexts name the function and
 parameter, so a bad argument reads ``main: argument x.shape[1] expected 16, got 15``. A
-``match_cast`` in the body is checked the same way, then binds its variable to the value.
+``match_cast`` in the body is checked the same way; the binding stays (it defines symbolic
+variables for the rest of the function) and the VM code generators read it as an alias.
 
 Compound dims are computed by a generated shape function (a PrimFunc over the heap buffer,
 called like a kernel) as soon as their variables are known; compound dims of the inputs are
@@ -32,7 +33,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.structural import structural_equal
 from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.struct_info import tir_vars
-from kiln.relax.binding import MatchCast, VarBinding
+from kiln.relax.binding import MatchCast
 from kiln.relax.expr import (
     Call,
     DataTypeImm,
@@ -162,14 +163,14 @@ class _Lower(ExprMutator):
         self.compute_ready()
 
     def compute_ready(self) -> None:
-        """Compute the compound dims that just became computable, then check pending inputs."""
+        """Compute the compound dims that became computable, then check the inputs waiting for
+        them."""
         ready = self.h.computable()
-        if not ready:
-            return
-        func = shape_function(ready, self.h.slots, self.h.size)
-        gv = self.builder.add_func(func, "shape_func")
-        self.builder.emit(Call(gv, (self.heap,)), "_")
-        self.h.computed.update(s for s, _ in ready)
+        if ready:
+            func = shape_function(ready, self.h.slots, self.h.size)
+            gv = self.builder.add_func(func, "shape_func")
+            self.builder.emit(Call(gv, (self.heap,)), "_")
+            self.h.computed.update(s for s, _ in ready)
         waiting, self.pending = self.pending, []
         for value, sinfo, ctx in waiting:
             self.match(value, sinfo, ctx, deferred=True)
@@ -202,14 +203,15 @@ class _Lower(ExprMutator):
             self.emit_void(_b("check_func_info"), value, StringImm(ctx))
 
     def match(self, value: Expr, sinfo: Any, ctx: str, deferred: bool = False) -> None:
-        """``match_shape`` of a tensor's or shape's dims (``sinfo``), against the heap."""
+        """``match_shape`` of a tensor's or shape's dims (``sinfo``) against the heap. A
+        compound dim not computed yet is checked later (``deferred``: only those)."""
         dims = sinfo.dims if isinstance(sinfo, TensorStructInfo) else sinfo.values
         assert dims is not None
         compound = [d for d in dims if not is_const(d) and not isinstance(d, TirVar)]
-        if compound and (not deferred or not all(self.h.has_value(d) for d in compound)):
+        if not all(self.h.has_value(d) for d in compound):
             self.pending.append((value, sinfo, ctx))  # checked once they are computed
-        if deferred and not all(self.h.has_value(d) for d in compound):
-            return
+            if deferred:
+                return
         codes = [self.match_code(d, deferred) for d in dims]
         if all(c is MatchCode.NO_OP for c, _ in codes):
             return
@@ -219,9 +221,12 @@ class _Lower(ExprMutator):
         self.emit_void(_b("match_shape"), *args, StringImm(ctx))
 
     def match_code(self, d: PrimExpr, deferred: bool) -> tuple[MatchCode, int]:
-        """What `match_shape` does with dim ``d`` (the second pass only checks compound dims)."""
+        """What `match_shape` does with dim ``d`` (a deferred match checks compound dims only;
+        a compound dim is asserted once computed)."""
         if is_const(d):
-            return (MatchCode.NO_OP, 0) if deferred else (MatchCode.ASSERT_EQUAL_TO_IMM, d.value)  # type: ignore[attr-defined]
+            if deferred:
+                return MatchCode.NO_OP, 0
+            return MatchCode.ASSERT_EQUAL_TO_IMM, d.value  # type: ignore[attr-defined]
         if isinstance(d, TirVar):
             if deferred:
                 return MatchCode.NO_OP, 0
@@ -230,7 +235,7 @@ class _Lower(ExprMutator):
                 return MatchCode.ASSERT_EQUAL_TO_LOAD, slot
             self.h.stored.add(id(d))
             return MatchCode.STORE_TO_HEAP, slot
-        if not deferred or not self.h.has_value(d):
+        if not self.h.has_value(d):
             return MatchCode.NO_OP, 0
         return MatchCode.ASSERT_EQUAL_TO_LOAD, self.h.find(d)  # type: ignore[return-value]
 
@@ -239,7 +244,9 @@ class _Lower(ExprMutator):
         value = self.builder.normalize_arg(self.visit(b.value))
         self.check(value, b.struct_info, f"{self.fname}: match_cast of {b.var.name_hint}")
         self.compute_ready()
-        self.builder.emit_normalized(VarBinding(b.var, value, b.span))
+        # NOTE: the binding stays a match_cast (it defines the symbolic variables the rest of
+        # the function uses); checked now, the code generators read it as ``var = value``.
+        self.builder.emit_normalized(MatchCast(b.var, value, b.struct_info, b.span))
 
     def visit_ShapeExpr(self, s: ShapeExpr) -> Expr:
         if all(is_const(d) for d in s.values):
@@ -263,14 +270,15 @@ class _Lower(ExprMutator):
         if slot is None or not self.h.has_value(e):
             missing = [v.name for v in tir_vars(e) if id(v) not in self.h.stored]
             raise PassError(
-                f"VMShapeLower: {self.fname} uses the symbolic dim {e} before any argument or "
-                f"match_cast defines {', '.join(missing) or 'it'}"
+                "VMShapeLower",
+                f"{self.fname} uses the symbolic dim {e} before any argument or "
+                f"match_cast defines {', '.join(missing) or 'it'}",
             )
         return slot
 
     def visit_Function(self, f: Function) -> Expr:
         raise PassError(
-            f"VMShapeLower: {self.fname} contains a local function; run LambdaLift first"
+            "VMShapeLower", f"{self.fname} contains a local function; run LambdaLift first"
         )
 
 
