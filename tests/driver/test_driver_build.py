@@ -129,9 +129,7 @@ def test_eight_processes_build_the_same_module(tmp_path: Path) -> None:
     assert len(list((tmp_path / "cache").glob("*.so"))) == 1
 
 
-def test_demo_runs_checks_and_reports(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_demo_runs_checks_and_reports(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from kiln.examples import demo, kernels
 
     assert demo.main(["--repeat", "1", "--out", str(tmp_path)]) == 0
