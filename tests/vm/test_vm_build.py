@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 
+import kiln
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.script import tir as T
@@ -241,3 +242,40 @@ def test_a_shape_function_sizes_the_output() -> None:
     x = np.array([1.0, -2.0, 3.0, 4.0, -5.0], dtype="float32")
     got = run_both(DataDependent, "main", x)
     np.testing.assert_array_equal(got, x[:3] * 4)
+
+
+def test_inputs_as_kiln_tensors_and_vm_results() -> None:
+    from tests.vm.harness import machine
+
+    x = f32(8)
+    for mode in ("bytecode", "compiled"):
+        main = machine(Kernels, mode)["main"]
+        first = main(kiln.tensor(x))  # a kiln (tvm-ffi) tensor in, an NDArray out
+        again = main(first)  # an NDArray goes back in as it is
+        np.testing.assert_allclose(np.asarray(again), ((x + 2) * 3 + 2) * 3, rtol=1e-5)
+
+
+def test_inputs_as_torch_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    x = f32(8)
+    got = run_both(Kernels, "main", torch.from_numpy(x))
+    np.testing.assert_allclose(got, (x + 2) * 3, rtol=1e-6)
+
+
+@I.ir_module
+class Scalars:
+    @R.function
+    def main(c: R.Prim("bool"), s: R.Shape(["n", 2]), k: R.Prim("int64")):
+        n = T.int64()
+        if c:
+            out = (R.prim_value(3), R.str("yes"), s, k)
+        else:
+            out = (R.prim_value(n * 5), R.str("no"), R.shape([n + 1]), k)
+        return out
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_scalars_strings_and_shapes_as_values(cond: bool) -> None:
+    got = run_both(Scalars, "main", cond, tvm_ffi.Shape((4, 2)), 9)
+    want = (3, "yes", (4, 2), 9) if cond else (20, "no", (5,), 9)
+    assert (got[0], got[1], tuple(got[2]), got[3]) == want

@@ -147,6 +147,7 @@ class _Lower(ExprMutator):
         self.h = heap_slots
         self.heap: Expr = null_value()  # replaced by a variable in the prologue
         self.pending: list[tuple[Expr, TensorStructInfo | ShapeStructInfo, str]] = []
+        self.made: list[dict[tuple[int, ...], Expr]] = [{}]  # per scope: make_shape results
 
     # -- emission -----------------------------------------------------------------------------
     def emit_void(self, func: ExternFunc, *args: Expr) -> None:
@@ -251,13 +252,27 @@ class _Lower(ExprMutator):
     def visit_ShapeExpr(self, s: ShapeExpr) -> Expr:
         if all(is_const(d) for d in s.values):
             return s
-        args: list[Expr] = [self.heap, _int(len(s.values))]
+        codes: list[int] = []
         for d in s.values:
             if is_const(d):
-                args += [_int(MakeCode.USE_IMM), _int(d.value)]  # type: ignore[attr-defined]
+                codes += [MakeCode.USE_IMM, d.value]  # type: ignore[attr-defined]
             else:
-                args += [_int(MakeCode.LOAD_SHAPE), _int(self.slot_of(d))]
-        return Call(_b("make_shape"), tuple(args), sinfo_args=(s.struct_info,))
+                codes += [MakeCode.LOAD_SHAPE, self.slot_of(d)]
+        key = tuple(codes)
+        for scope in reversed(self.made):  # NOTE: one make_shape per shape and scope
+            if key in scope:
+                return scope[key]
+        args = (self.heap, _int(len(s.values)), *(_int(c) for c in codes))
+        made = self.builder.emit(Call(_b("make_shape"), args, sinfo_args=(s.struct_info,)), "shape")
+        self.made[-1][key] = made
+        return made
+
+    def visit_with_new_scope(self, body: Expr, params: Any = ()) -> Expr:
+        self.made.append({})
+        try:
+            return super().visit_with_new_scope(body, params)
+        finally:
+            self.made.pop()
 
     def visit_PrimValue(self, p: PrimValue) -> Expr:
         if is_const(p.value) or not p.value.dtype.is_integer:
