@@ -85,6 +85,25 @@ def test_call_packed_to_a_python_function() -> None:
     np.testing.assert_allclose(run_both(Packed, "main", x), x * 3 + 1, rtol=1e-6)
 
 
+@tvm_ffi.register_global_func("kiln.test.vm.dps_sub", override=True)
+def _dps_sub(a: object, b: object, out: object) -> None:
+    np.from_dlpack(out)[:] = np.from_dlpack(a) - np.from_dlpack(b)
+
+
+@I.ir_module
+class Destination:
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
+        d = R.call_dps_packed("kiln.test.vm.dps_sub", (x, y), out_sinfo=R.Tensor((4,), "float32"))
+        e = R.multiply(d, d)
+        return e
+
+
+def test_call_dps_packed_writes_into_the_allocated_output() -> None:
+    x, y = f32(4), f32(4)
+    np.testing.assert_allclose(run_both(Destination, "main", x, y), (x - y) ** 2, rtol=1e-5)
+
+
 @I.ir_module
 class Branches:
     @R.function

@@ -33,7 +33,8 @@ from kiln.relax.struct_info import UNIT, TensorStructInfo, TupleStructInfo
 from kiln.runtime.vm_builtins import builtin
 
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
-"""The destination-passing operators this pass rewrites."""
+"""The destination-passing operators this pass rewrites. NOTE: ``relax.call_lowered`` (what
+LowerTE writes) joins them when it lands, rewritten like ``call_tir``."""
 
 CALL_TIR_DYN = builtin("call_tir_dyn").name
 
