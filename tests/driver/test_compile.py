@@ -94,3 +94,14 @@ def test_the_relax_pipeline_is_one_visible_list() -> None:
         "vm-shape-lower",
         "attach-global-symbol",
     ]
+
+
+def test_vm_form_prints_as_script_that_parses_back() -> None:
+    from kiln.driver.relax_build import lower_to_vm
+    from kiln.ir.structural import assert_structural_equal
+    from kiln.script import from_source
+    from tests.vm.test_vm_build import Branches, Closures, DataDependent
+
+    for mod in (Branches, Closures, DataDependent):
+        lowered = lower_to_vm(mod)
+        assert_structural_equal(from_source(lowered.script()), lowered)

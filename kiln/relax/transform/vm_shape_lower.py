@@ -33,7 +33,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.structural import structural_equal
 from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.struct_info import tir_vars
-from kiln.relax.binding import MatchCast
+from kiln.relax.binding import BindingBlock, MatchCast
 from kiln.relax.expr import (
     Call,
     DataTypeImm,
@@ -349,6 +349,8 @@ def dims_of(sinfo: StructInfo) -> list[PrimExpr]:
 
 
 def lower_function(gv: GlobalVar, func: Function, mod: IRModule) -> tuple[Function, IRModule]:
+    """``func`` with its prologue (heap, parameter checks) and lowered shapes; the module with
+    the shape functions it needs."""
     fname = func.global_symbol or gv.name_hint
     mut = _Lower(mod, fname, collect(func))
     body = func.body if isinstance(func.body, SeqExpr) else SeqExpr((), func.body)
@@ -357,8 +359,13 @@ def lower_function(gv: GlobalVar, func: Function, mod: IRModule) -> tuple[Functi
     mut.prologue(func.params)
     prologue = mut.builder.end_block()
     mut.builder.end_scope()
-    blocks = (prologue, *body.blocks) if prologue is not None else body.blocks
-    seq = SeqExpr(blocks, body.body)
+    blocks = list(body.blocks)
+    if prologue is not None:
+        if blocks and type(blocks[0]) is BindingBlock:  # one block, as the script prints it
+            blocks[0] = BindingBlock(prologue.bindings + blocks[0].bindings)
+        else:
+            blocks.insert(0, prologue)
+    seq = SeqExpr(tuple(blocks), body.body)
     new = mut.visit_with_new_scope(seq, func.params)
     out = replace(func, body=new, struct_info_=None)
     return mut.builder.normalize(out), mut.builder.get()
