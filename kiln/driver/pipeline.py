@@ -1,5 +1,23 @@
 """The default pass pipelines, each one visible list (nothing reorders passes behind it).
 
+Graph level (`default_relax_pipeline`), from normalized relax functions to VM form:
+
+1. `Normalize` — struct info everywhere, A-normal form (hand-built modules may lack either);
+2. `LegalizeOps` — every operator call becomes a ``call_tir`` of a TE-computed PrimFunc
+   (the marked spot where FuseOps + LowerTE go: fused primitive functions lowered to scheduled
+   kernels, external codegen, shape functions);
+3. `LambdaLift` — local functions become module functions, capturing ones closures;
+4. `ToNonDataflow` — dataflow blocks become ordinary blocks;
+5. `CallTIRRewrite` — destination-passing calls get explicit output allocations;
+6. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
+7. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
+8. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
+   compound dims computed by shape functions, shapes made from the heap;
+9. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
+
+After it `kiln.vm.vm_codegen` writes bytecode or ``__vmtir__`` PrimFuncs, and the kernels and
+``__vmtir__`` functions together go through the TIR pipeline below (`kiln.relax.build`).
+
 TIR, for a target with a device (``cuda``, host ``c``):
 
 1. `BindTarget` — every function gets its target: host, device, or device with host attached;
@@ -72,4 +90,27 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         VectorizeLoop(target),
         LowerIntrin(target),
         OutlineParallelLoops(),
+    ]
+
+
+def default_relax_pipeline(target: Target) -> list[Pass]:
+    """The graph-level passes `kiln.relax.build` runs for ``target``, in order (VM form)."""
+    # NOTE: imported here so that `kiln.build` (TIR only) does not load the graph level.
+    from kiln.relax import transform as relax_transform
+
+    del target  # nothing target-specific yet; FuseOps/LowerTE will schedule per target
+    return [
+        relax_transform.Normalize(),
+        # ---- operators to kernels --------------------------------------------------------
+        # NOTE(lowerte): FuseOps + LowerTE go here, replacing LegalizeOps (which then only
+        # legalizes what LowerTE leaves).
+        relax_transform.LegalizeOps(),
+        # ---- VM lowering -----------------------------------------------------------------
+        relax_transform.LambdaLift(),
+        relax_transform.ToNonDataflow(),
+        relax_transform.CallTIRRewrite(),
+        relax_transform.StaticPlanBlockMemory(),
+        relax_transform.VMBuiltinLower(),
+        relax_transform.VMShapeLower(),
+        relax_transform.AttachGlobalSymbol(),
     ]

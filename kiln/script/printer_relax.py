@@ -178,6 +178,8 @@ class RelaxPrinter(ExprPrinter):
             if op.name in _SPECIAL:
                 return self.special_call(c, args)
             args += self.attr_kwargs(c)
+            if c.sinfo_args and _takes_sinfo_args(op):
+                args.append(f"sinfo_args={self.sinfo_args(c)}")
             return f"R.{op.name.removeprefix('relax.')}({', '.join(args)})"
         if isinstance(op, ExternFunc):
             args = [quote(op.global_symbol), *args, f"sinfo_args={self.sinfo_args(c)}"]
@@ -325,6 +327,12 @@ class RelaxPrinter(ExprPrinter):
 
 def _listed(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
+
+
+def _takes_sinfo_args(op: Op) -> bool:
+    """Whether the builder of operator ``op`` takes ``sinfo_args`` (``call_builtin_with_ctx``)."""
+    rec = find_op_def(op)
+    return rec is not None and "sinfo_args" in inspect.signature(rec.builder).parameters
 
 
 def _same_attr(default: Any, value: Any) -> bool:

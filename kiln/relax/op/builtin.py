@@ -14,6 +14,8 @@
   in destination-passing style like ``call_tir`` (inputs, then freshly allocated outputs) and the
   call's value is the output(s). ``out_sinfo`` may have unknown dims: then the attributes name a
   host shape function that computes them first (see `call_lowered`).
+- ``builtin.alloc_tensor(shape, dtype, runtime_device_index)``: a fresh tensor (the outputs
+  `CallTIRRewrite` allocates for destination-passing calls).
 
 None of them has a TE legalization: the VM lowers them (their records say so).
 """
@@ -27,7 +29,8 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.node import Attrs, as_attrs
 from kiln.ir.op import Op
 from kiln.relax.expr import Call, Expr, ExternFunc, ShapeExpr, Tuple, op_name
-from kiln.relax.op.common import as_expr, check_arity, describe, fail
+from kiln.relax.op.common import as_expr, check_arity, describe, fail, shape_values
+from kiln.relax.op.memory import check_prim, dtype_arg, dtype_of, int_arg, shape_arg
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import (
     ObjectStructInfo,
@@ -195,6 +198,29 @@ def call_dps_packed(func: Any, args: Any, out_sinfo: Any) -> Call:
     )
 
 
+def _infer_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 3)
+    dims = shape_values(call, 0)
+    dtype = dtype_of(call, 1)
+    check_prim(call, 2, "the device index")
+    if dims is None:
+        raise fail(call, f"the shape must be known, got {describe(call.args[0])}")
+    return TensorStructInfo(list(dims), dtype)
+
+
+@register_op(
+    "relax.builtin.alloc_tensor",
+    infer=_infer_alloc_tensor,
+    legalize=None,
+    pattern=Pattern.OPAQUE,
+    lowered_by="StaticPlanBlockMemory (intermediates) or VMBuiltinLower (the rest)",
+)
+def alloc_tensor(shape: Any, dtype: Any, runtime_device_index: Any = 0) -> Call:
+    """A fresh tensor of ``shape`` and ``dtype`` (what `CallTIRRewrite` allocates for outputs)."""
+    args = (shape_arg(shape), dtype_arg(dtype), int_arg(runtime_device_index))
+    return Call(Op.get("relax.builtin.alloc_tensor"), args)
+
+
 def _sinfo_args(sinfo_args: Any) -> tuple[StructInfo, ...]:
     if sinfo_args is None:
         return (ObjectStructInfo(),)
@@ -254,6 +280,7 @@ def shape_of(expr: Expr) -> Call:
 
 
 __all__ = [
+    "alloc_tensor",
     "call_dps_packed",
     "call_lowered",
     "call_packed",

@@ -1,0 +1,77 @@
+"""What both VM code generators ask of a VM-form module: names, callees, void values.
+
+A VM-form module (after `default_relax_pipeline`) holds graph-level functions whose bindings are
+calls of packed functions (`ExternFunc`), kernels (PrimFuncs, by `GlobalVar`), other graph
+functions (by `GlobalVar`) or closures (a `Var` holding a function), the operators
+``call_builtin_with_ctx`` and ``null_value``, tuples, tuple items and ``If``; every shape and
+prim value is constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kiln.errors import CodegenError
+from kiln.ir.function import GlobalVar
+from kiln.ir.module import IRModule
+from kiln.relax.expr import Expr, ExternFunc, Function, Var
+from kiln.relax.struct_info import TupleStructInfo
+from kiln.runtime.vm_format import FuncKind
+from kiln.tir.function import PrimFunc
+
+
+def vm_function_name(gv: GlobalVar, func: Function) -> str:
+    """The name of a graph-level function in the function table (its symbol, else its name)."""
+    return func.global_symbol or gv.name_hint
+
+
+def kernel_symbol(gv: GlobalVar, func: PrimFunc) -> str:
+    """The exported symbol of a kernel the VM calls."""
+    sym = func.global_symbol
+    if sym is None:
+        raise CodegenError(
+            f"VM codegen: kernel {gv.name_hint!r} has no global_symbol, so the VM cannot find it "
+            "in the library; run AttachGlobalSymbol first (kiln.relax.build does)"
+        )
+    return sym
+
+
+def is_void(e: Expr) -> bool:
+    """Whether ``e``'s value is ``()`` (a call made for its effect: no register)."""
+    sinfo = e.struct_info_
+    return isinstance(sinfo, TupleStructInfo) and not sinfo.fields
+
+
+@dataclass(frozen=True)
+class Callee:
+    """How to call a call's ``op``: a packed function or kernel by ``name``, a graph function of
+    the module by ``name``, or a closure (a value in a register)."""
+
+    kind: str  # "packed" | "kernel" | "vm" | "closure"
+    name: str = ""
+
+
+def callee_of(mod: IRModule, op: Any) -> Callee:
+    """The callee of a VM-form call."""
+    if isinstance(op, ExternFunc):
+        return Callee("packed", op.global_symbol)
+    if isinstance(op, Var):
+        return Callee("closure")
+    if isinstance(op, GlobalVar):
+        func = mod.functions.get(op)
+        if isinstance(func, Function):
+            return Callee("vm", vm_function_name(op, func))
+        if isinstance(func, PrimFunc):
+            return Callee("kernel", kernel_symbol(op, func))
+        if isinstance(func, ExternFunc):
+            return Callee("packed", func.global_symbol)
+        return Callee("packed", op.name_hint)  # defined outside the module, found by name
+    raise CodegenError(f"VM codegen: cannot call {op!r} (run the VM lowering pipeline first)")
+
+
+def table_entry(mod: IRModule, gv: GlobalVar, vm_kind: FuncKind) -> tuple[str, FuncKind]:
+    """(name, kind) of the function-table entry a `GlobalVar` used as a value refers to."""
+    callee = callee_of(mod, gv)
+    kinds = {"vm": vm_kind, "kernel": FuncKind.KERNEL, "packed": FuncKind.PACKED}
+    return callee.name, kinds[callee.kind]
