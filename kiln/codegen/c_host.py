@@ -8,7 +8,11 @@
   and cached in a static; ``call_cpacked("name", ...)``: a direct call of the entry symbol
   ``__tvm_ffi_<name>``. Both pass ints, floats, bools, strings and pointers; an error raised by
   the callee unwinds the caller.
-- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names.
+- For a ``tir.noalias`` function the entry also checks that the byte ranges of the argument
+  pairs listed in ``PackedAPI.overlaps`` are disjoint (`emit_overlap_checks`).
+- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names and, per
+  function, its arguments (name, dtype, tensor or scalar, written or not: `signature`), which
+  the runtime reads to explain a call that fails before the entry runs.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from kiln.codegen.c_prelude import Prelude
 from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.module import IRModule
-from kiln.runtime import metadata_c_source
+from kiln.runtime import ArgInfo, metadata_c_source
 from kiln.tir import expr as E
 from kiln.tir.attrs import PACKED_API
 from kiln.tir.function import PrimFunc
@@ -79,6 +83,7 @@ class CodeGenCHost(CodeGenC):
         self.prelude = Prelude(HOST_HELPERS)
         self.entries: list[str] = []
         self.exposed: list[str] = []
+        self.signatures: dict[str, tuple[ArgInfo, ...]] = {}
         self.check_pending = False
 
     def add_module(self, mod: IRModule) -> None:
@@ -89,7 +94,8 @@ class CodeGenCHost(CodeGenC):
                 self.define_entry(st)
 
     def finish(self) -> str:
-        return "\n".join([super().finish(), *self.entries, metadata_c_source(self.exposed)])
+        metadata = metadata_c_source(self.exposed, self.signatures)
+        return "\n".join([super().finish(), *self.entries, metadata])
 
     # -- entries ----------------------------------------------------------------------------
     def define_entry(self, st: FuncState) -> None:
@@ -120,6 +126,7 @@ class CodeGenCHost(CodeGenC):
         where: dict[E.Var, str] = {a.param: f"argument {a.name}" for a in api.args if not a.buffer}
         for check in api.checks:
             self.emit_dim_check(api, check, tensors[check.arg], where)
+        self.emit_overlap_checks(api, tensors)
         for a, t in zip(api.args, tensors):
             if a.buffer is not None:
                 self.emit_data_pointer(a, t)
@@ -128,6 +135,7 @@ class CodeGenCHost(CodeGenC):
         head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
         self.exposed.append(api.symbol)
+        self.signatures[api.symbol] = signature(api)
         self._fn = None
 
     def emit_entry_prologue(self, st: FuncState) -> None:
@@ -200,6 +208,18 @@ class CodeGenCHost(CodeGenC):
         name, dt = c_string(api.args[check.arg].name), c_string(str(check.index_dtype))
         where = f"{self.fn_lit(api)}, {name}, {dt}"
         self.emit(f"if ({helper}({tensor}, {check.limit}LL, {where}) != 0) return -1;")
+
+    def emit_overlap_checks(self, api: PackedAPI, tensors: list[str]) -> None:
+        """The pairs of ``api.overlaps`` must not share a byte (a noalias function's restrict
+        pointers; written after the shape checks, so shapes are known to be right)."""
+        if api.overlaps:
+            self.prelude.need("overlap_args")
+        for i, j in api.overlaps:
+            names = f"{c_string(api.args[i].name)}, {c_string(api.args[j].name)}"
+            self.emit(
+                f"if (kiln_check_overlap({tensors[i]}, {tensors[j]}, {self.fn_lit(api)}, "
+                f"{names}) != 0) return -1;"
+            )
 
     def emit_dim_check(
         self, api: PackedAPI, check: DimCheck, tensor: str, where: dict[E.Var, str]
@@ -326,6 +346,19 @@ class CodeGenCHost(CodeGenC):
         if dt.is_float:
             return self.round_storage_float(dt, f"({self.type_of(dt)})kiln_any_float(&{r})")
         return f"({self.type_of(dt)})kiln_any_int(&{r})"
+
+
+def signature(api: PackedAPI) -> tuple[ArgInfo, ...]:
+    """The arguments of ``api`` as the library's metadata lists them."""
+    return tuple(
+        ArgInfo(
+            a.name,
+            str(a.buffer.dtype if a.buffer is not None else a.param.dtype),
+            a.buffer is not None,
+            i in api.writes,
+        )
+        for i, a in enumerate(api.args)
+    )
 
 
 def _callee_name(e: E.Call) -> str:
