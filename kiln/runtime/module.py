@@ -44,7 +44,7 @@ import tvm_ffi
 
 from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime.function import ArgInfo, LibraryFunction
-from kiln.runtime.toolchain import compile_c
+from kiln.runtime.toolchain import compile_c, discard_entry
 
 FUNC_NAMES_FUNC = "__kiln_func_names"
 """The tvm-ffi name of the metadata function; its C symbol is `__tvm_ffi___kiln_func_names`."""
@@ -250,5 +250,21 @@ def load_module(path: str | os.PathLike[str], *, source: str | None = None) -> M
 def build_module(
     source: str, *, flags: tuple[str, ...] | None = None, name_hint: str = "kiln"
 ) -> Module:
-    """Compile `source` (cached, see `compile_c`) and load it, keeping the source on the module."""
-    return load_module(compile_c(source, flags=flags, name_hint=name_hint), source=source)
+    """Compile `source` (cached, see `compile_c`) and load it, keeping the source on the module.
+
+    A cached library that does not load although its digest matches (damaged together with its
+    sidecar) is discarded and built once more; if the fresh build does not load either, the
+    `KilnError` says so."""
+    lib = compile_c(source, flags=flags, name_hint=name_hint)
+    try:
+        return load_module(lib, source=source)
+    except KilnError:
+        discard_entry(lib)
+    lib = compile_c(source, flags=flags, name_hint=name_hint)
+    try:
+        return load_module(lib, source=source)
+    except KilnError as e:
+        raise KilnError(
+            f"{e}\n(the library was rebuilt from its source {lib.with_suffix('.c')} and still "
+            "does not load: check the compiler and flags, e.g. KILN_CC)"
+        ) from e
