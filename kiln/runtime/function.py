@@ -70,8 +70,9 @@ class LibraryFunction:
         infos = self._args()
         fixed = _bridge_arrays(self.name, args, infos)
         if fixed is not None:
+            args = tuple(fixed)  # what is still wrong is wrong in these
             try:
-                return self.ffi_function(*fixed)
+                return self.ffi_function(*args)
             except _CONVERSION_ERRORS as e:
                 error = e
         _check_ints(self.name, args, infos)

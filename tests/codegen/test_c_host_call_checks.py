@@ -224,3 +224,13 @@ def test_unconvertible_dlpack_objects_are_named(add: Any) -> None:
 
     with pytest.raises(ValueError, match="main: argument B .Broken. cannot be passed through"):
         add(np.zeros(N, "float32"), Broken(), np.zeros(N, "float32"))
+
+
+def test_after_bridging_arrays_the_argument_still_wrong_is_named() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed")
+    fn = _te_build(
+        lambda a, b: te.compute((N,), lambda i: a[i] + b[i], name="C"), (N,), (N,), dtype="bfloat16"
+    )
+    a = np.zeros(N, ml_dtypes.bfloat16)  # bridged (bfloat16), then B is the one at fault
+    with pytest.raises(ValueError, match="main: argument B .ndarray. cannot be passed through"):
+        fn(a, np.zeros(N, object), np.zeros(N, ml_dtypes.bfloat16))
