@@ -283,14 +283,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 @contextmanager
-def _locked(lock_path: Path, cache_dir: Path) -> Iterator[None]:
+def _locked(lock_path: Path, cache_dir: Path | None = None) -> Iterator[None]:
     # NOTE: flock needs no write access, so an existing lock file is opened read-only.
     try:
         fd = os.open(lock_path, os.O_CREAT | os.O_RDONLY, 0o644)
     except OSError as e:
-        raise _cache_fault(
-            lock_path, f"cannot be opened as a lock file ({e.strerror})", cache_dir
-        ) from e
+        problem = f"cannot be opened as a lock file ({e.strerror})"
+        raise _cache_fault(lock_path, problem, cache_dir or lock_path.parent) from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

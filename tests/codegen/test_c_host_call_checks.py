@@ -122,6 +122,17 @@ def test_overlapping_calls_are_refused_or_match_copy_semantics() -> None:
     assert refused > 50 and matched > 50, (refused, matched)
 
 
+def test_cuda_entry_knows_outputs_through_the_kernel_launch() -> None:
+    """The host function only launches; what the kernel stores decides the outputs."""
+    pytest.importorskip("cuda.bindings", reason="NVRTC (cuda-bindings) is not installed")
+    a, b = te.placeholder((64,), name="A"), te.placeholder((64,), name="B")
+    c = te.compute((64,), lambda i: a[i] + b[i], name="C")
+    target = kiln.ir.Target("cuda", host="c")
+    m = kiln.build(te.lower(kiln.topi.schedule_for([c], target), [a, b, c]), target=target)
+    assert [x.written for x in m.get_func_args("main")] == [False, False, True]
+    assert m.inspect_source().count("if (kiln_check_overlap(") == 2  # (A, C) and (B, C)
+
+
 # -- read-only arrays -------------------------------------------------------------------------
 def test_read_only_output_is_refused_naming_the_argument(add: Any) -> None:
     a = np.ones(N, "float32")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kiln import tir
 from kiln.ir import GlobalVar, IRModule
 from kiln.tir.analysis.writes import written_params
 from tests.tir.builders import caller_module, matmul_relu, symbolic_add
 
 
-def _func(body: callable, *, scalar: bool = False) -> tir.PrimFunc:  # type: ignore[valid-type]
+def _func(
+    body: Callable[[tir.Buffer, tir.Buffer], tir.Stmt], *, scalar: bool = False
+) -> tir.PrimFunc:
     """``f(A, B[, x])`` over two float32[8] buffers with ``body(A, B)``."""
     a_h, b_h = tir.Var("A", "handle"), tir.Var("B", "handle")
     A, B = tir.decl_buffer((8,), "float32", "A"), tir.decl_buffer((8,), "float32", "B")
