@@ -70,6 +70,8 @@ class LibraryFunction:
         infos = self._args()
         fixed = _bridge_arrays(self.name, args, infos)
         if fixed is not None:
+            # NOTE: calling again is safe: tvm-ffi refuses every array bridged here while it
+            # converts the arguments, so the first call never reached the C entry.
             args = tuple(fixed)  # what is still wrong is wrong in these
             try:
                 return self.ffi_function(*args)
