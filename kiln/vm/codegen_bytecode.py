@@ -52,7 +52,7 @@ from kiln.runtime.vm_format import Call as VMCall
 from kiln.runtime.vm_format import If as VMIf
 from kiln.tir.expr import FloatImm, IntImm
 from kiln.vm.exec_builder import ExecBuilder
-from kiln.vm.functions import callee_of, is_void, table_entry, vm_function_name
+from kiln.vm.functions import callee_of, is_vm_function, is_void, table_entry, vm_function_name
 from kiln.vm.registers import Registers
 
 COPY = builtin("copy").name
@@ -208,8 +208,8 @@ def codegen_bytecode(mod: IRModule, builder: ExecBuilder) -> IRModule:
     the module (the kernels, built into the library)."""
     rest: dict[GlobalVar, Any] = {}
     for gv, func in mod.items():
-        if isinstance(func, Function):
-            FunctionCodegen(mod, builder, gv, func).generate()
-        else:
+        if is_vm_function(func):
+            FunctionCodegen(mod, builder, gv, func).generate()  # type: ignore[arg-type]
+        elif not isinstance(func, Function):  # an Extern=1 function: its C is in external_mods
             rest[gv] = func
     return IRModule(rest, mod.attrs)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kiln import te, topi
+from kiln import config, te, topi
 from kiln.errors import IRError, IRValueError, PassError
 from kiln.ir.dtype import DataType
 from kiln.ir.target import Target
@@ -208,14 +208,25 @@ def _known(sinfo: Any) -> bool:
     return False
 
 
+def _schedule(outs: list[te.Tensor], target: Target, name: str) -> te.Schedule:
+    """The target's default schedule of ``outs``; TE's plain schedule (serial loops, named by a
+    remark) when the operator library cannot schedule them."""
+    try:
+        return topi.schedule_for(outs, target)
+    except IRError as e:
+        # NOTE: kiln.topi's reduction schedule fails on int64 index arithmetic (symbolic shapes
+        # with a reduction split into lanes); the kernel is still correct unscheduled.
+        config.remark(f"LowerTE: {name} left unscheduled (serial loops): {e}")
+        return te.create_schedule(outs)
+
+
 def lower_primitive(func: Function, target: Target, name: str, where: str) -> PrimFunc:
     """The scheduled PrimFunc ``name`` of primitive ``func`` (see the module docstring)."""
     op_records(func, where)
     tb = _TEBuilder(func, target, where)
     outs = tb.outputs(func.body.body if isinstance(func.body, SeqExpr) else func.body)
     inputs = [ph for _, ph in tb.conv.inputs]
-    sch = topi.schedule_for(outs, target)
-    prim, tir_vars_ = prim_func_of(inputs, outs, name, schedule=sch)
+    prim, tir_vars_ = prim_func_of(inputs, outs, name, schedule=_schedule(outs, target, name))
     if tir_vars_:
         names = ", ".join(v.name for v in tir_vars_)
         raise _fail(
