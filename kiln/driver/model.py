@@ -7,8 +7,9 @@
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
-`compile` runs `kiln.relax.build` (its kernels fused and scheduled for ``target``). A process that must not load the compiler at all runs an
-exported library with the runtime alone: ``VirtualMachine(kiln.runtime.load_module(path))``.
+`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). A process that
+must not load the compiler at all runs an exported library with the runtime alone:
+``VirtualMachine(kiln.runtime.load_module(path))``.
 """
 
 from __future__ import annotations

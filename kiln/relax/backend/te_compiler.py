@@ -25,7 +25,6 @@ from typing import Any
 
 from kiln import config, te, topi
 from kiln.errors import IRError, IRValueError, PassError
-from kiln.ir.dtype import DataType
 from kiln.ir.target import Target
 from kiln.relax.analysis.outline import substitute
 from kiln.relax.analysis.struct_info import tir_vars
@@ -351,7 +350,7 @@ def shape_function(func: Function, name: str, host: Target, where: str) -> Shape
     body: Stmt = seq(*stores)
     for var, load in reversed(list(sp.binds.items())):
         body = LetStmt(var, load, body)
-    handles = [TirVar(b.name, DataType("handle", 0)) for b in [*sp.buffers, *outs]]
+    handles = [TirVar(b.name, "handle") for b in [*sp.buffers, *outs]]
     bmap = dict(zip(handles, [*sp.buffers, *outs]))
     prim = PrimFunc(
         tuple(handles), body, buffer_map=bmap, attrs={TARGET: str(host)}, span=func.span

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kiln.errors import PassError
-from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
@@ -68,7 +67,7 @@ PASS = "CallTIRRewrite"
 def shape_tensor_kernel(ndim: int) -> PrimFunc:
     """``shape_tensor_<ndim>(out, d0, ..., d<ndim-1>)``: ``out[i] = d_i``, int64 values as the
     1-D int64 tensor a shape function reads."""
-    out = TirVar("out", DataType("handle", 0))
+    out = TirVar("out", "handle")
     buf = decl_buffer((IntImm(INT64, ndim),), "int64", "out")
     dims = [TirVar(f"d{i}", INT64) for i in range(ndim)]
     body = S.seq(*(S.BufferStore(buf, d, (IntImm(INT64, i),)) for i, d in enumerate(dims)))
@@ -89,19 +88,21 @@ class _Rewriter(ExprMutator):
         call = self.visit(call)
         dynamic = call.op.name == "relax.call_lowered" and "prim_shape_fn_var" in call.attrs
         outs = self.computed_outputs(call, b.var) if dynamic else self.allocate_outputs(call, b.var)
-        args = [*self.arg_fields(call.args[1]), *outs]
-        callee = call.args[0]
-        if call.op.name == "relax.call_dps_packed":
-            self.builder.emit(Call(callee, tuple(args), sinfo_args=(UNIT,)), "_")
-        elif call.op.name == "relax.call_lowered" and self.is_extern(callee):
-            self.builder.emit(Call(ExternFunc(callee.name_hint), tuple(args), sinfo_args=(UNIT,)), "_")
-        elif len(call.args) == 3:
-            dyn = Call(ExternFunc(CALL_TIR_DYN), (callee, *args, call.args[2]), sinfo_args=(UNIT,))
-            self.builder.emit(dyn, "_")
-        else:
-            self.builder.emit(Call(callee, tuple(args)), "_")
+        self.builder.emit(self.kernel_call(call, [*self.arg_fields(call.args[1]), *outs]), "_")
         result: Expr = outs[0] if len(outs) == 1 else Tuple(tuple(outs))
         self.var_remap[id(b.var)] = self.builder.normalize(result)
+
+    def kernel_call(self, call: Call, args: list[Expr]) -> Call:
+        """The call of ``call``'s callee with its inputs, then its outputs."""
+        callee = call.args[0]
+        if call.op.name == "relax.call_dps_packed":
+            return Call(callee, tuple(args), sinfo_args=(UNIT,))
+        if call.op.name == "relax.call_lowered" and self.is_extern(callee):
+            return Call(ExternFunc(callee.name_hint), tuple(args), sinfo_args=(UNIT,))
+        if len(call.args) == 3:  # call_tir with tir_vars
+            items = (callee, *args, call.args[2])
+            return Call(ExternFunc(CALL_TIR_DYN), items, sinfo_args=(UNIT,))
+        return Call(callee, tuple(args))
 
     def visit_TupleGetItem(self, t: TupleGetItem) -> Expr:
         """An item of a multi-output call reads its allocation directly."""
@@ -156,7 +157,8 @@ class _Rewriter(ExprMutator):
         for (hint, f), t, n in zip(fields, souts, ranks):
             shape = Call(ExternFunc(TENSOR_TO_SHAPE), (t,), sinfo_args=(ShapeStructInfo(None, n),))
             dims = [TirVar(f"{hint}_d{i}", INT64) for i in range(n)]
-            self.builder.match_cast(self.builder.emit(shape, f"{hint}_dims"), ShapeStructInfo(dims))
+            computed = self.builder.emit(shape, f"{hint}_shape_of")
+            self.builder.match_cast(computed, ShapeStructInfo(dims), f"{hint}_dims")
             outs.append(self.builder.emit(alloc_tensor(dims, f.dtype), hint))
         return outs
 
@@ -175,7 +177,7 @@ class _Rewriter(ExprMutator):
             value = sinfo.value
             if value is None:
                 value = TirVar(f"{hint}_v", sinfo.dtype)
-                self.builder.match_cast(arg, PrimStructInfo(sinfo.dtype, value))
+                self.builder.match_cast(arg, PrimStructInfo(sinfo.dtype, value), f"{hint}_v")
             return self.pack([value], hint)
         raise PassError(
             PASS,
@@ -197,7 +199,7 @@ class _Rewriter(ExprMutator):
             if isinstance(sinfo, TensorStructInfo)
             else ShapeStructInfo(dims)
         )
-        self.builder.match_cast(arg, cast)
+        self.builder.match_cast(arg, cast, f"{hint}_arg")
         return dims
 
     def pack(self, values: list[PrimExpr], hint: str) -> Var:
@@ -205,7 +207,8 @@ class _Rewriter(ExprMutator):
         n = len(values)
         gv = self.packers.get(n)
         if gv is None:
-            gv = self.packers[n] = self.builder.add_func(shape_tensor_kernel(n), f"shape_tensor_{n}")
+            gv = self.builder.add_func(shape_tensor_kernel(n), f"shape_tensor_{n}")
+            self.packers[n] = gv
         out = self.builder.emit(alloc_tensor([n], "int64"), f"{hint}_in")
         wide = [v if v.dtype == INT64 else Cast(INT64, v) for v in values]
         call = Call(ExternFunc(CALL_TIR_DYN), (gv, out, ShapeExpr(wide)), sinfo_args=(UNIT,))
