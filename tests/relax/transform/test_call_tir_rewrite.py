@@ -1,14 +1,18 @@
 """CallTIRRewrite: destination-passing calls become an output allocation and a call that returns
 nothing; several outputs are several allocations; tir_vars go through vm.builtin.call_tir_dyn;
-call_dps_packed becomes a call of the packed function."""
+call_dps_packed becomes a call of the packed function; call_lowered calls its PrimFunc, or the
+symbol of its Extern function, after its shape function sized the outputs when it names one."""
 
 # ruff: noqa: F821, F841 - names in R scripts are script variables, not Python names
 
 from __future__ import annotations
 
+from typing import Any
+
 from kiln.ir.structural import assert_structural_equal
+from kiln.relax import Call, ExternFunc, MatchCast
 from kiln.relax.analysis import verify_module
-from kiln.relax.transform import CallTIRRewrite
+from kiln.relax.transform import CallTIRRewrite, LowerTE
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.script import tir as T
@@ -150,3 +154,120 @@ def test_a_module_without_destination_passing_calls_is_unchanged() -> None:
 
     out = CallTIRRewrite()(Plain)
     assert out["main"] is Plain["main"]
+
+
+def test_call_lowered_of_a_prim_func_and_of_an_extern_function() -> None:
+    @I.ir_module
+    class Before:
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            cls = Before
+            y = R.call_lowered(
+                cls.copy,
+                (x,),
+                out_sinfo=R.Tensor((n,), "float32"),
+                func_attrs={"Primitive": 1},
+                all_prim_fn_vars=[cls.copy],
+            )
+            z = R.call_lowered(
+                cls.ext, (y,), out_sinfo=R.Tensor((n,), "float32"), func_attrs={"Extern": 1}
+            )
+            return z
+
+        @R.function(private=True)
+        def ext(x: R.Tensor(("m",), "float32")) -> R.Tensor(("m",), "float32"):
+            R.func_attr({"Extern": 1})
+            y = R.add(x, x)
+            return y
+
+        @T.prim_func(private=True)
+        def copy(X: T.handle, Y: T.handle):
+            n = T.int64()
+            x = T.match_buffer(X, (n,), "float32")
+            y = T.match_buffer(Y, (n,), "float32")
+            for i in range(n):
+                y[i] = x[i]
+
+    @I.ir_module
+    class Expected:
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            cls = Expected
+            y = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0))
+            _ = cls.copy(x, y)
+            z = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0))
+            _1 = R.call_packed("ext", y, z, sinfo_args=R.Tuple())
+            return z
+
+        @R.function(private=True)
+        def ext(x: R.Tensor(("m",), "float32")) -> R.Tensor(("m",), "float32"):
+            R.func_attr({"Extern": 1})
+            y = R.add(x, x)
+            return y
+
+        @T.prim_func(private=True)
+        def copy(X: T.handle, Y: T.handle):
+            n = T.int64()
+            x = T.match_buffer(X, (n,), "float32")
+            y = T.match_buffer(Y, (n,), "float32")
+            for i in range(n):
+                y[i] = x[i]
+
+    out = rewrite(Before)
+    assert_structural_equal(out, Expected)
+    assert out["ext"] is Before["ext"]  # an Extern function's body is left alone
+
+
+@I.ir_module
+class Dynamic:
+    @R.function(private=True)
+    def dyn(x: R.Tensor(("n", 7), "float32")) -> R.Tensor(ndim=2, dtype="float32"):
+        R.func_attr({"Primitive": 1})
+        y = R.exp(x)
+        return y
+
+    @R.function
+    def main(a: R.Tensor(("m", 7), "float32")) -> R.Tensor(ndim=2, dtype="float32"):
+        cls = Dynamic
+        b = cls.dyn(a)
+        return b
+
+
+def _steps(func: Any) -> list[tuple[str, str]]:
+    """(variable, what it binds) for each binding of a function's body."""
+    out = []
+    for block in func.body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if isinstance(b, MatchCast):
+                what = "match_cast"
+            elif isinstance(v, Call) and isinstance(v.op, ExternFunc):
+                what = v.op.global_symbol
+                if what == "vm.builtin.call_tir_dyn":
+                    what += f"({v.args[0].name_hint})"
+            elif isinstance(v, Call):
+                what = getattr(v.op, "name_hint", None) or v.op.name
+            else:
+                what = type(v).__name__
+            out.append((b.var.name_hint, what))
+    return out
+
+
+def test_call_lowered_with_a_shape_function_sizes_its_outputs_first() -> None:
+    out = rewrite(LowerTE("test")(Dynamic))
+    assert _steps(out["main"]) == [
+        ("b_in", "relax.builtin.alloc_tensor"),  # a's shape as an int64 tensor (state 2)
+        ("_", "vm.builtin.call_tir_dyn(shape_tensor_2)"),
+        ("b_shape", "relax.builtin.alloc_tensor"),  # the output's shape comes back here
+        ("_", "shape_func_exp"),
+        ("b_shape_of", "vm.builtin.tensor_to_shape"),
+        ("b_dims", "match_cast"),  # fresh dims b_d0, b_d1 (VMShapeLower stores them)
+        ("b", "relax.builtin.alloc_tensor"),
+        ("_", "test_fused_exp"),
+    ]
+    dims = out["main"].body.blocks[0].bindings[5].struct_info.values
+    alloc = out["main"].body.blocks[0].bindings[6].value
+    assert [d.name for d in dims] == ["b_d0", "b_d1"]
+    assert list(alloc.args[0].values) == list(dims)
