@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from kiln.errors import PassError
 from kiln.ir.structural import assert_structural_equal
 from kiln.relax import Call, ExternFunc, MatchCast
 from kiln.relax.analysis import verify_module
@@ -271,3 +274,21 @@ def test_call_lowered_with_a_shape_function_sizes_its_outputs_first() -> None:
     alloc = out["main"].body.blocks[0].bindings[6].value
     assert [d.name for d in dims] == ["b_d0", "b_d1"]
     assert list(alloc.args[0].values) == list(dims)
+
+
+def test_call_lowered_of_unknown_dims_without_a_shape_function_is_an_error() -> None:
+    @I.ir_module
+    class Bad:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            cls = Bad
+            y = R.call_lowered(cls.copy, (x,), out_sinfo=R.Tensor(ndim=1, dtype="float32"))
+            return y
+
+        @T.prim_func(private=True)
+        def copy(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+            for i in range(4):
+                Y[i] = X[i]
+
+    with pytest.raises(PassError, match="output 'y' of relax.call_lowered has unknown dims"):
+        CallTIRRewrite()(Bad)
