@@ -15,14 +15,15 @@ Graph level (`default_relax_pipeline`), from normalized relax functions to VM fo
    becomes ``call_tir`` of a TE-computed PrimFunc, one per operator;
 6. `LambdaLift` — local functions become module functions, capturing ones closures;
 7. `ToNonDataflow` — dataflow blocks become ordinary blocks;
-8. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
-   ``call_dps_packed``) get explicit output allocations (sized by their shape function first
-   when they have one);
-9. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
-10. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
-11. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
+8. `CallShapeFunctions` — a ``call_lowered`` of unknown result shape first calls its host
+   shape function, whose results become fresh symbolic dims of its outputs;
+9. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
+   ``call_dps_packed``) get explicit output allocations and become kernel calls;
+10. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
+11. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
+12. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
     compound dims computed by shape functions, shapes made from the heap;
-12. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
+13. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
 
 ``Extern=1`` functions are kernels of the library (their C comes from ``external_mods``): the
 VM passes leave their bodies alone and calls reach their symbol. After the list
@@ -126,6 +127,7 @@ def default_relax_pipeline(
         # ---- VM lowering -----------------------------------------------------------------
         relax_transform.LambdaLift(),
         relax_transform.ToNonDataflow(),
+        relax_transform.CallShapeFunctions(),
         relax_transform.CallTIRRewrite(),
         relax_transform.StaticPlanBlockMemory(),
         relax_transform.VMBuiltinLower(),

@@ -84,6 +84,7 @@ def test_compile_refuses_what_it_cannot_compile() -> None:
 VM_LOWERING = [
     "lambda-lift",
     "to-non-dataflow",
+    "call-shape-functions",
     "call-tir-rewrite",
     "static-plan-block-memory",
     "vm-builtin-lower",

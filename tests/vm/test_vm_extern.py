@@ -1,9 +1,8 @@
 """External codegens through kiln.relax.build, in both VM modes: a registered test codegen is
 called once per function and its C is linked into the library, called as a kernel, exported
-with it; a dynamic-result extern function runs after its shape function; a codegen returning
-None leaves the symbol to the global registry; the oneDNN partition of a conv/linear model
+with it; a dynamic-result extern function runs after its shape function (of tensor shapes, of
+a shape value); a codegen returning None leaves the symbol to the global registry; the oneDNN partition of a conv/linear model
 matches numpy. The executable's flags are the ones its library was compiled with."""
-
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from kiln.relax.backend import dnnl, register_codegen, unregister_codegen
 from kiln.script import from_source
 from kiln.vm import EXEC_MODES
 from tests.relax.backend.test_dnnl import ConvNet, _inputs, _reference
+from tests.relax.transform.test_call_shape_functions import Reshape
 from tests.relax.transform.test_lower_te import _ADD_TWICE_C, _compiler_module
 from tests.vm.harness import assert_same, plain
 from tests.vm.test_vm_models import ConvBlock
@@ -111,6 +111,21 @@ def test_a_codegen_returning_none_leaves_the_symbol_to_the_registry() -> None:
     assert exes["compiled"].kernels == ()  # not in the library: found by name at run time
     a = np.arange(35, dtype="float32").reshape(5, 7)
     np.testing.assert_array_equal(run(exes, a), -a)  # (a - a) - a
+
+
+@tvm_ffi.register_global_func("ext_reshape", override=True)
+def _ext_reshape(x: object, shape: object, out: object) -> None:
+    np.from_dlpack(out)[:] = np.from_dlpack(x).reshape(tuple(shape))
+
+
+def test_an_extern_function_of_a_shape_value_is_sized_from_that_value() -> None:
+    """Reshape.ext_reshape (Extern=1, no codegen: found by name) takes a shape value, which its
+    shape function reads as data (state 1)."""
+    exes = build_both(Reshape)
+    x = np.arange(12, dtype="float32")
+    for shape in [(3, 4), (6, 2)]:
+        got = run(exes, x, tvm_ffi.Shape(shape))
+        np.testing.assert_array_equal(got, x.reshape(shape))
 
 
 def test_executable_flags_are_the_librarys_compile_flags() -> None:

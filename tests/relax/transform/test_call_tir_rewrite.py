@@ -1,21 +1,18 @@
 """CallTIRRewrite: destination-passing calls become an output allocation and a call that returns
 nothing; several outputs are several allocations; tir_vars go through vm.builtin.call_tir_dyn;
 call_dps_packed becomes a call of the packed function; call_lowered calls its PrimFunc, or the
-symbol of its Extern function, after its shape function sized the outputs when it names one."""
+symbol of its Extern function; unknown output dims are an error."""
 
 # ruff: noqa: F821, F841 - names in R scripts are script variables, not Python names
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from kiln.errors import PassError
 from kiln.ir.structural import assert_structural_equal
-from kiln.relax import Call, ExternFunc, MatchCast
 from kiln.relax.analysis import verify_module
-from kiln.relax.transform import CallTIRRewrite, LowerTE
+from kiln.relax.transform import CallTIRRewrite
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.script import tir as T
@@ -221,59 +218,6 @@ def test_call_lowered_of_a_prim_func_and_of_an_extern_function() -> None:
     out = rewrite(Before)
     assert_structural_equal(out, Expected)
     assert out["ext"] is Before["ext"]  # an Extern function's body is left alone
-
-
-@I.ir_module
-class Dynamic:
-    @R.function(private=True)
-    def dyn(x: R.Tensor(("n", 7), "float32")) -> R.Tensor(ndim=2, dtype="float32"):
-        R.func_attr({"Primitive": 1})
-        y = R.exp(x)
-        return y
-
-    @R.function
-    def main(a: R.Tensor(("m", 7), "float32")) -> R.Tensor(ndim=2, dtype="float32"):
-        cls = Dynamic
-        b = cls.dyn(a)
-        return b
-
-
-def _steps(func: Any) -> list[tuple[str, str]]:
-    """(variable, what it binds) for each binding of a function's body."""
-    out = []
-    for block in func.body.blocks:
-        for b in block.bindings:
-            v = b.value
-            if isinstance(b, MatchCast):
-                what = "match_cast"
-            elif isinstance(v, Call) and isinstance(v.op, ExternFunc):
-                what = v.op.global_symbol
-                if what == "vm.builtin.call_tir_dyn":
-                    what += f"({v.args[0].name_hint})"
-            elif isinstance(v, Call):
-                what = getattr(v.op, "name_hint", None) or v.op.name
-            else:
-                what = type(v).__name__
-            out.append((b.var.name_hint, what))
-    return out
-
-
-def test_call_lowered_with_a_shape_function_sizes_its_outputs_first() -> None:
-    out = rewrite(LowerTE("test")(Dynamic))
-    assert _steps(out["main"]) == [
-        ("b_in", "relax.builtin.alloc_tensor"),  # a's shape as an int64 tensor (state 2)
-        ("_", "vm.builtin.call_tir_dyn(shape_tensor_2)"),
-        ("b_shape", "relax.builtin.alloc_tensor"),  # the output's shape comes back here
-        ("_", "shape_func_exp"),
-        ("b_shape_of", "vm.builtin.tensor_to_shape"),
-        ("b_dims", "match_cast"),  # fresh dims b_d0, b_d1 (VMShapeLower stores them)
-        ("b", "relax.builtin.alloc_tensor"),
-        ("_", "test_fused_exp"),
-    ]
-    dims = out["main"].body.blocks[0].bindings[5].struct_info.values
-    alloc = out["main"].body.blocks[0].bindings[6].value
-    assert [d.name for d in dims] == ["b_d0", "b_d1"]
-    assert list(alloc.args[0].values) == list(dims)
 
 
 def test_call_lowered_of_unknown_dims_without_a_shape_function_is_an_error() -> None:
