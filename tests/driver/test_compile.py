@@ -112,8 +112,10 @@ def test_vm_form_prints_as_script_that_parses_back() -> None:
     from kiln.driver.relax_build import lower_to_vm
     from kiln.ir.structural import assert_structural_equal
     from kiln.script import from_source
+    from kiln.examples.models import MLP
     from tests.vm.test_vm_build import Branches, Closures, DataDependent
+    from tests.vm.test_vm_models import ConvBlock, Dynamic
 
-    for mod in (Branches, Closures, DataDependent):
+    for mod in (Branches, Closures, DataDependent, MLP, ConvBlock, Dynamic):
         lowered = lower_to_vm(mod)
         assert_structural_equal(from_source(lowered.script()), lowered)

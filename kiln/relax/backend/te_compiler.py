@@ -43,6 +43,7 @@ from kiln.relax.struct_info import (
     TupleStructInfo,
 )
 from kiln.relax.te_bridge import TEArgs, has_symbolic_dims, prim_func_of
+from kiln.tir.analysis.rebind import fresh_copy
 from kiln.tir.attrs import TARGET
 from kiln.tir.buffer import decl_buffer
 from kiln.tir.expr import BufferLoad, IntImm, PrimExpr
@@ -233,6 +234,9 @@ def lower_primitive(func: Function, target: Target, name: str, where: str) -> Pr
             f"its result uses symbolic variables ({names}) its parameters do not "
             "define; fix: pass them as tensor dims, or match_cast the result",
         )
+    # NOTE: a fresh copy: the TE placeholders' symbolic dims are the graph function's own
+    # variables, and a PrimFunc binds variables of its own.
+    prim = fresh_copy(prim)
     return replace(prim, attrs=prim.attrs.with_item(TARGET, str(target)), span=func.span)
 
 
