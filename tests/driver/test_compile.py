@@ -110,9 +110,9 @@ def test_the_relax_pipeline_is_one_visible_list() -> None:
 
 def test_vm_form_prints_as_script_that_parses_back() -> None:
     from kiln.driver.relax_build import lower_to_vm
+    from kiln.examples.models import MLP
     from kiln.ir.structural import assert_structural_equal
     from kiln.script import from_source
-    from kiln.examples.models import MLP
     from tests.vm.test_vm_build import Branches, Closures, DataDependent
     from tests.vm.test_vm_models import ConvBlock, Dynamic
 

@@ -1,8 +1,9 @@
 """External codegens through kiln.relax.build, in both VM modes: a registered test codegen is
 called once per function and its C is linked into the library, called as a kernel, exported
 with it; a dynamic-result extern function runs after its shape function (of tensor shapes, of
-a shape value); a codegen returning None leaves the symbol to the global registry; the oneDNN partition of a conv/linear model
-matches numpy. The executable's flags are the ones its library was compiled with."""
+a shape value); a codegen returning None leaves the symbol to the global registry; the oneDNN
+partition of a conv/linear model matches numpy. The executable's flags are the ones its library
+was compiled with."""
 
 from __future__ import annotations
 
