@@ -159,3 +159,12 @@ def test_dnnl_partition_of_a_conv_linear_model_runs_in_both_modes(tmp_path) -> N
     np.testing.assert_allclose(loaded(*args).numpy(), want, rtol=1e-4, atol=1e-4)
     model = kiln.compile(ConvNet, external_codegens=["dnnl"])
     np.testing.assert_allclose(model(*args).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_debug_3_prints_the_linked_source(codegen_log, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("KILN_DEBUG", "3")
+    kiln.relax.build(_compiler_module(CODEGEN, symbol="vm_ext_debug"), "c", "bytecode")
+    err = capsys.readouterr().err
+    assert "# ---- after lower-te ----" in err and "# ---- after call-tir-rewrite ----" in err
+    assert "# ---- generated source for target c" in err
+    assert "/* ---- external function vm_ext_debug (test_vm_extern) ---- */" in err
