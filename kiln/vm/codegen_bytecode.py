@@ -197,7 +197,8 @@ class FunctionCodegen:
         return Arg.func(self.builder.declare(name, kind))
 
     def visit_ExternFunc(self, e: ExternFunc) -> Arg:
-        return Arg.func(self.builder.declare(e.global_symbol, FuncKind.PACKED))
+        name, kind = table_entry(self.mod, e, FuncKind.BYTECODE)
+        return Arg.func(self.builder.declare(name, kind))
 
     def visit_Function(self, f: Function) -> Arg:
         raise CodegenError("VM codegen: a local function is left; run LambdaLift first")

@@ -241,7 +241,8 @@ class FunctionCodegen:
         return self.get(self.f, self.builder.declare(name, kind))
 
     def visit_ExternFunc(self, e: ExternFunc) -> PrimExpr:
-        return self.get(self.f, self.builder.declare(e.global_symbol, FuncKind.PACKED))
+        name, kind = table_entry(self.mod, e, FuncKind.VMTIR)
+        return self.get(self.f, self.builder.declare(name, kind))
 
     def visit_Function(self, f: Function) -> PrimExpr:
         raise CodegenError("VM codegen: a local function is left; run LambdaLift first")

@@ -89,8 +89,11 @@ def callee_of(mod: IRModule, op: Any) -> Callee:
     raise CodegenError(f"VM codegen: cannot call {op!r} (run the VM lowering pipeline first)")
 
 
-def table_entry(mod: IRModule, gv: GlobalVar, vm_kind: FuncKind) -> tuple[str, FuncKind]:
-    """(name, kind) of the function-table entry a `GlobalVar` used as a value refers to."""
-    callee = callee_of(mod, gv)
+def table_entry(
+    mod: IRModule, func: GlobalVar | ExternFunc, vm_kind: FuncKind
+) -> tuple[str, FuncKind]:
+    """(name, kind) of the function-table entry a `GlobalVar` or `ExternFunc` used as a value
+    refers to."""
+    callee = callee_of(mod, func)
     kinds = {"vm": vm_kind, "kernel": FuncKind.KERNEL, "packed": FuncKind.PACKED}
     return callee.name, kinds[callee.kind]
