@@ -1,24 +1,28 @@
 """`kiln.compile` / `kiln.load`: a model object you call with arrays.
 
     model = kiln.compile(mod)                 # an IRModule of R.functions (ONNX/torch: later)
+    model = kiln.compile(mod, external_codegens=["dnnl"])   # convolutions, matmuls: oneDNN
     y = model(x, w)                           # calls its entry function ("main")
     print(model.profile(x, w))                # per-kernel time table
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
-`compile` runs `kiln.relax.build`. A process that must not load the compiler at all runs an
-exported library with the runtime alone: ``VirtualMachine(kiln.runtime.load_module(path))``.
+`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). A process that
+must not load the compiler at all runs an exported library with the runtime alone:
+``VirtualMachine(kiln.runtime.load_module(path))``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kiln.driver.relax_build import build
 from kiln.errors import KilnError
 from kiln.ir.module import IRModule
+from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.tensor import Device
 from kiln.runtime.vm import ProfileReport
@@ -65,19 +69,22 @@ class CompiledModel:
 
 def compile(  # noqa: A001 - the public name kiln.compile
     obj: Any,
-    target: str = "c",
+    target: str | Target = "c",
     exec_mode: str = "compiled",
     *,
     entry: str = "main",
     device: Device | None = None,
+    external_codegens: Sequence[str] = (),
 ) -> CompiledModel:
-    """Compile a model for ``target`` and load it (see the module docstring)."""
+    """Compile a model for ``target`` and load it (see the module docstring); the subgraphs
+    that the external codegens named in ``external_codegens`` support go to them."""
     if not isinstance(obj, IRModule):
         raise KilnError(
             f"kiln.compile takes an IRModule of R.functions for now, got {type(obj).__name__} "
             "(ONNX and torch inputs come with the frontends)"
         )
-    return CompiledModel(build(obj, target, exec_mode), device, entry)
+    ex = build(obj, target, exec_mode, external_codegens=external_codegens)
+    return CompiledModel(ex, device, entry)
 
 
 def load(
