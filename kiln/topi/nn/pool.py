@@ -161,9 +161,15 @@ class _Window:
 def _window_reduce(win: _Window, reducer: te.Reducer, fill: PrimExpr, name: str) -> Tensor:
     rh = te.reduce_axis((0, win.kh), name="rh")
     rw = te.reduce_axis((0, win.kw), name="rw")
+
+    def f(n: Any, c: Any, oh: Any, ow: Any, cb: Any = None) -> Any:
+        block = () if cb is None else (cb,)
+        return reducer(win.read(n, c, oh, ow, rh, rw, fill, *block), axis=[rh, rw])
+
+    # NOTE: named index parameters (the optional last one is an NCHWc block) name the loops
     return te.compute(
         win.out_shape,
-        lambda n, c, oh, ow, *b: reducer(win.read(n, c, oh, ow, rh, rw, fill, *b), axis=[rh, rw]),
+        f,
         name=name,
         tag=tag.POOL,
         attrs=tag.attrs_for(tag.POOL),
@@ -206,10 +212,11 @@ def avg_pool2d(
             return end - start
         return Min(end, convert(size)) - Max(start, convert(0))
 
-    def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr, *b: PrimExpr) -> PrimExpr:
+    def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr, cb: Any = None) -> PrimExpr:
         ch = count(oh, win.sh, win.pt, win.h, win.pb, win.kh)
         cw = count(ow, win.sw, win.pl, win.w, win.pr, win.kw)
-        return total[(n, c, oh, ow, *b)] / Cast(win.x.dtype, ch * cw)
+        block = () if cb is None else (cb,)
+        return total[(n, c, oh, ow, *block)] / Cast(win.x.dtype, ch * cw)
 
     return te.compute(
         win.out_shape, f, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE)
