@@ -125,6 +125,9 @@ class _Folder(ExprMutator):
 
     def visit_var_binding(self, b: VarBinding) -> None:
         value = self.visit(b.value)
+        if value is not b.value:
+            # NOTE: a call whose arguments were just folded is rebuilt without struct info
+            value = self.builder.normalize(value)
         folded = self.fold(value) if isinstance(value, Call) else None
         if folded is None:
             self.reemit(b, value)
