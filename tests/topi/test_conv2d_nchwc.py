@@ -215,3 +215,20 @@ def test_bad_input_names_operator_and_tensor() -> None:
     _err(lambda: conv(x, f, stride=0), "stride")
     big = te.placeholder((1, 2, 9, 9, 16, 16), name="big")
     _err(lambda: x86.conv2d_nchwc(x, big), "does not fit")
+
+
+def test_channel_blocks_loop_inside_the_tiles_when_all_filters_fit_in_l2() -> None:
+    """Small filters (a 1x1 of 256 -> 64): every spatial tile loops over all output blocks, its
+    input read from L1; large filters (3x3, 512 -> 512) and a single block keep the blocks
+    outermost. Both orders are checked against numpy by the tests above."""
+    x = te.placeholder((1, 8, 14, 14, 32), name="x")
+    one_by_one = te.placeholder((2, 8, 1, 1, 32, 32), name="f1")
+    wide = te.placeholder((16, 16, 3, 3, 32, 32), name="f3")
+    single = te.placeholder((1, 8, 3, 3, 32, 32), name="fs")
+
+    def tile(f: Any, data: Any = x) -> NchwcTile:
+        return x86.conv2d_nchwc(data, f, 1, 1).op.input_tensors[0].op.attrs["tile"]
+
+    assert tile(one_by_one).blocks_inner
+    assert not tile(wide, te.placeholder((1, 16, 14, 14, 32), name="x16")).blocks_inner
+    assert not tile(single).blocks_inner

@@ -31,7 +31,7 @@ from typing import Any
 from kiln import te
 from kiln.ir.target import Target
 from kiln.te import Schedule, Stage, Tensor
-from kiln.tir.expr import convert
+from kiln.tir.expr import const_product, convert
 from kiln.topi.nn.conv2d_nchwc import CONV2D_NCHWC, BlockedConv, blocked_conv
 from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc as nn_conv2d_nchwc
 from kiln.topi.tag import Pattern, attrs_for
@@ -42,6 +42,10 @@ from kiln.topi.x86.cpu import cpu_target, lanes, round_up
 ACC_TAG = "x86_conv2d_nchwc"
 """Tag of the accumulation stage (the anchor the schedule looks for)."""
 
+FILTERS_IN_L2 = 512 * 1024
+"""Filters of at most this many bytes (all output blocks) are read from L2 by every spatial
+tile: the tile loops over the channel blocks innermost (`NchwcTile.blocks_inner`)."""
+
 
 @dataclass(frozen=True)
 class NchwcTile:
@@ -50,6 +54,8 @@ class NchwcTile:
     th: int
     tw: int
     vectors: int
+    blocks_inner: bool = False
+    """Loop over the output channel blocks inside the spatial tiles (see `schedule_packed`)."""
 
     @property
     def pixels(self) -> int:
@@ -159,6 +165,9 @@ def conv2d_nchwc(
         return nn_conv2d_nchwc(data, kernel, stride, padding, dilation, groups, name)
     b = replace(b, dims=replace(d, n=const_int(d.n), h=const_int(d.h), w=const_int(d.w)))
     tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target))
+    filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
+    if b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
+        tile = replace(tile, blocks_inner=True)
     acc = _accumulate(_source(data, b, tile, name), kernel, b, tile, name)
     d = b.dims
     attrs = attrs_for(
@@ -180,21 +189,25 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
 
     Loops: ``(n, channel block, row tile, column tile)``, the first with enough iterations in
     parallel: a block's filters (``C * kh * kw * ob`` values) stay in L2 while the input
-    streams past them.
+    streams past them. With ``tile.blocks_inner`` (all filters fit in L2):
+    ``(n, row tile, column tile, channel block)``: the input of a tile is read from L1 for every
+    block instead of from memory once per block (1x1 and strided convolutions read much input
+    per filter tap).
     """
     tile: NchwcTile = acc.op.attrs["tile"]
     work = common.work_of(acc.op)
     n, oc, y, x, o = out.op.axis
     yo, yi = out.split(y, factor=tile.th)
     xo, xi = out.split(x, factor=tile.tw)
-    out.reorder(n, oc, yo, xo, yi, xi, o)
+    tiles = [n, yo, xo, oc] if tile.blocks_inner else [n, oc, yo, xo]
+    out.reorder(*tiles, yi, xi, o)
     if common.worth_parallel(work):
-        out.parallel(common.pick_parallel(out, [n, oc, yo, xo]))
+        out.parallel(common.pick_parallel(out, tiles))
     out.unroll(yi)
     out.unroll(xi)
     common.vectorize(out, o)
     a = sch[acc]
-    a.compute_at(out, xo)
+    a.compute_at(out, tiles[-1])
     an, aoc, ay, ax, ao = acc.op.axis
     a.reorder(*acc.op.reduce_axis, an, aoc, ay, ax, ao)
     a.unroll(ay)
