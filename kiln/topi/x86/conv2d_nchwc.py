@@ -166,7 +166,7 @@ def conv2d_nchwc(
     b = replace(b, dims=replace(d, n=const_int(d.n), h=const_int(d.h), w=const_int(d.w)))
     tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target))
     filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
-    if b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
+    if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
         tile = replace(tile, blocks_inner=True)
     acc = _accumulate(_source(data, b, tile, name), kernel, b, tile, name)
     d = b.dims
@@ -213,6 +213,10 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     a.unroll(ay)
     a.unroll(ax)
     common.vectorize(a, ao)
+    if len(acc.op.reduce_axis) == 2:
+        # NOTE: depthwise: the taps along a row unrolled, so neighbouring pixels' taps share
+        # their input vectors (loaded once per row of taps instead of once per tap and pixel)
+        a.unroll(acc.op.reduce_axis[1])
     return [out, a, *common.schedule_packs(sch, acc, work)]
 
 
