@@ -207,3 +207,16 @@ def test_runtime_weights_stay_nchw_and_unblocked_consumers_read_nchw() -> None:
 def test_other_targets_are_left_alone(target: str) -> None:
     mod = Normalize()(conv_net())
     assert AlterOpLayout(Target(target))(mod)["main"] is mod["main"]
+
+
+def test_blocks_follow_the_targets_vector_width() -> None:
+    """Blocks of up to two vectors: the second conv's input in 16 channels with AVX2, 32 with
+    AVX-512; the first conv's 16 input channels in one block of 16 on both (a block divides
+    its channels)."""
+    mod = Normalize()(conv_net())
+    for target, blocks in [
+        ("c -mcpu=haswell", ["NCHW16c", "NCHW16c"]),
+        ("c -mcpu=skylake-avx512", ["NCHW16c", "NCHW32c"]),
+    ]:
+        graph = AlterOpLayout(Target(target))(mod)
+        assert [c.attrs["data_layout"] for c in calls(graph, "relax.nn.conv2d")] == blocks
