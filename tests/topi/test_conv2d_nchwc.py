@@ -85,7 +85,7 @@ def test_conv2d_nchwc_against_numpy(make: Any, target: str, rng: np.random.Gener
             acc = y.op.input_tensors[0].op.input_tensors[0]
             assert acc.op.tag == ACC_TAG
             tile = acc.op.attrs["tile"]
-            assert tile.pixels * tile.vectors + tile.vectors + 2 <= regs
+            assert tile.pixels * tile.vectors + tile.taps * tile.vectors + 2 <= regs
     results = [np.zeros(shape_of(t), "float32") for t in outs]
     _build(outs, inputs, target)["main"](*arrays, *results)
     for case, got, want in zip(CASES, results, wants):
@@ -128,12 +128,19 @@ def test_tiles_per_shape_and_isa() -> None:
     assert nchwc_tile(7, 7, 32, f32, avx512) == NchwcTile(1, 7, 2)
     assert nchwc_tile(56, 56, 16, f32, avx512) == NchwcTile(1, 28, 1)
     assert nchwc_tile(56, 56, 16, f32, avx2).pixels == 6
+    # a row of 3 taps unrolled where 6+ pixels still fit: 11 with AVX-512, 1x8 divides 56
+    assert max_pixels(avx512, 2, 3) == 11 and max_pixels(avx2, 2, 3) < 6
+    assert nchwc_tile(56, 56, 32, f32, avx512, 3) == NchwcTile(1, 8, 2, taps=3)
+    at28 = nchwc_tile(28, 28, 32, f32, avx512, 3)
+    assert at28.taps == 3 and 28 % at28.th == 0 and 28 % at28.tw == 0
+    assert nchwc_tile(56, 56, 16, f32, avx2, 3).taps == 1
     for tgt in (avx512, avx2):
         regs = tgt.cpu.vector_registers
         for oh, ow, ob in [(56, 56, 32), (7, 7, 16), (28, 28, 8), (112, 112, 16), (3, 5, 32)]:
-            tile = nchwc_tile(oh, ow, ob, f32, tgt)
+            tile = nchwc_tile(oh, ow, ob, f32, tgt, 3)
             assert tile.vectors == -(-ob // (tgt.vector_bytes // 4))
-            assert tile.pixels * tile.vectors + tile.vectors + 2 <= regs, (tgt, oh, ow, ob)
+            fit = tile.pixels * tile.vectors + tile.taps * tile.vectors + 2
+            assert fit <= regs, (tgt, oh, ow, ob)
 
 
 HOST_ISA = Target("c").cpu.isa
@@ -179,7 +186,8 @@ def test_micro_kernel_keeps_accumulators_in_registers(
     xt, ft = te.placeholder(xb.shape, name="x"), te.placeholder(fb.shape, name="f")
     y = x86.conv2d_nchwc(xt, ft, stride, 1, target=tgt)
     tile = y.op.input_tensors[0].op.attrs["tile"]
-    assert tile.vectors == 2 and tile.pixels == max_pixels(tgt, 2)
+    assert tile.vectors == 2 and tile.pixels <= max_pixels(tgt, 2, tile.taps)
+    assert tile.taps == (3 if reg == "zmm" else 1)  # the row of taps unrolled with AVX-512
     mod = _build([y], [xt, ft], target)
     got = np.zeros(shape_of(y), "float32")
     mod["main"](xb, fb, got)
@@ -191,6 +199,7 @@ def test_micro_kernel_keeps_accumulators_in_registers(
     hot = hot_loop(asm)
     fmas = [ln for ln in hot if "vfmadd" in ln]
     accumulators = tile.pixels * tile.vectors
+    assert len(fmas) >= accumulators * tile.taps
     assert len(fmas) >= accumulators and all(f"%{reg}" in ln for ln in fmas)
     assert len(fma_accumulators(hot)) >= accumulators, "\n".join(hot)
     assert not vector_spills(hot), "vector registers spilled:\n" + "\n".join(hot)

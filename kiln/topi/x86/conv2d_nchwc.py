@@ -47,45 +47,56 @@ FILTERS_IN_L2 = 512 * 1024
 tile: the tile loops over the channel blocks innermost (`NchwcTile.blocks_inner`)."""
 
 
+MIN_UNROLLED_PIXELS = 6
+"""A row of filter taps is unrolled (`NchwcTile.taps`) when the tile may still hold this many
+pixels beside the taps' filter vectors."""
+
+
 @dataclass(frozen=True)
 class NchwcTile:
-    """A register tile: ``th x tw`` output pixels by ``vectors`` vectors of output channels."""
+    """A register tile: ``th x tw`` output pixels by ``vectors`` vectors of output channels,
+    with ``taps`` filter taps of a row unrolled (1: none)."""
 
     th: int
     tw: int
     vectors: int
     blocks_inner: bool = False
     """Loop over the output channel blocks inside the spatial tiles (see `schedule_packed`)."""
+    taps: int = 1
 
     @property
     def pixels(self) -> int:
         return self.th * self.tw
 
 
-def max_pixels(target: Target, vectors: int) -> int:
-    """Pixels a tile of ``vectors`` vectors per pixel may hold on ``target``: one register per
-    accumulator, one per filter vector, and two spare (the broadcast input value and, without
-    AVX-512's broadcast operands, its load)."""
-    return max(1, (target.cpu.vector_registers - vectors - 2) // vectors)
+def max_pixels(target: Target, vectors: int, taps: int = 1) -> int:
+    """Pixels a tile of ``vectors`` vectors per pixel may hold on ``target`` with ``taps`` taps
+    unrolled: one register per accumulator, ``taps`` per filter vector, and spare ones for the
+    broadcast input values (two for one tap, four with several in flight)."""
+    spare = 2 * min(taps, 2)
+    return max(1, (target.cpu.vector_registers - taps * vectors - spare) // vectors)
 
 
-def nchwc_tile(oh: int, ow: int, ob: int, dtype: Any, target: Target) -> NchwcTile:
-    """The tile for an ``oh x ow`` output with ``ob``-channel blocks on ``target``: of the
+def nchwc_tile(oh: int, ow: int, ob: int, dtype: Any, target: Target, kw: int = 1) -> NchwcTile:
+    """The tile for an ``oh x ow`` output with ``ob``-channel blocks and ``kw`` taps per filter
+    row on ``target``: the row of taps unrolled when at least `MIN_UNROLLED_PIXELS` still fit
+    beside their filter vectors (neighbouring pixels then share their broadcast inputs); of the
     ``th x tw`` shapes that fit in registers, the one with the least work per output pixel,
-    counting the padding of the last tiles and a filter load per vector and step (``th`` as
-    small as possible on ties)."""
+    counting the padding of the last tiles and a filter load per vector and step (smaller
+    ``th``, then ``tw``, on ties)."""
     width = lanes(target, dtype)
     vectors = -(-ob // width)
-    most = max_pixels(target, vectors)
+    taps = kw if kw > 1 and max_pixels(target, vectors, kw) >= MIN_UNROLLED_PIXELS else 1
+    most = max_pixels(target, vectors, taps)
 
-    def cost(shape: tuple[int, int]) -> tuple[float, int]:
+    def cost(shape: tuple[int, int]) -> tuple[float, int, int]:
         th, tw = shape
         tiles = round_up(oh, th) * round_up(ow, tw) / (th * tw)
-        return tiles * (th * tw * vectors + vectors + 2), th
+        return tiles * (th * tw * vectors + vectors + 2), th, tw
 
     shapes = [(th, tw) for th in range(1, min(oh, most) + 1) for tw in range(1, most // th + 1)]
     th, tw = min(shapes, key=cost)
-    return NchwcTile(th, min(tw, ow), vectors)
+    return NchwcTile(th, min(tw, ow), vectors, taps=taps)
 
 
 def kernel_applies(b: BlockedConv) -> bool:
@@ -164,7 +175,8 @@ def conv2d_nchwc(
     if not static or not kernel_applies(b):
         return nn_conv2d_nchwc(data, kernel, stride, padding, dilation, groups, name)
     b = replace(b, dims=replace(d, n=const_int(d.n), h=const_int(d.h), w=const_int(d.w)))
-    tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target))
+    kw = 1 if b.depthwise else b.dims.kw
+    tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
     filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
     if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
         tile = replace(tile, blocks_inner=True)
@@ -210,6 +222,10 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     a.compute_at(out, tiles[-1])
     an, aoc, ay, ax, ao = acc.op.axis
     a.reorder(*acc.op.reduce_axis, an, aoc, ay, ax, ao)
+    if tile.taps > 1:
+        rc, ry, rx, ri = acc.op.reduce_axis
+        a.reorder(rc, ry, ri, rx, an, aoc, ay, ax, ao)
+        a.unroll(rx)
     a.unroll(ay)
     a.unroll(ax)
     common.vectorize(a, ao)
