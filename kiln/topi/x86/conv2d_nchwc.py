@@ -14,7 +14,9 @@ channels (``ob / lanes`` vectors). Each step of the (input block, ky, kx, channe
 reduction loads the block's filter taps as vectors, broadcasts one input value per pixel and
 issues ``pixels * vectors`` FMAs into accumulators that stay in registers. The vectors run
 along output channels, so the input is only ever read one value at a time: a strided or
-dilated convolution reads its inputs the same way as a dense one (no gathers).
+dilated convolution reads its inputs the same way as a dense one (no gathers). Where registers
+allow (AVX-512), a row of filter taps is unrolled inside the step (`NchwcTile.taps`): the
+pixels of a tile row then share the broadcast input values of neighbouring taps.
 
 Depthwise convolutions (``groups == C == O``, ``ob == cb``) have no channel reduction: each
 step loads one input vector per pixel (the channel block) and one filter vector, so they are
