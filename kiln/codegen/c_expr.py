@@ -24,6 +24,7 @@ from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_prelude import Prelude, storage_float_suffix
 from kiln.errors import CodegenError
+from kiln.ir.deep import DeepWalker, descend
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.op import Op
@@ -50,7 +51,7 @@ SCALAR_C_TYPES: dict[str, str] = {
 }
 
 
-class CExprEmitter(ABC):
+class CExprEmitter(DeepWalker, ABC):
     """Expression printing for C-like targets (see module docstring)."""
 
     BINOPS: ClassVar[dict[type, str]] = {
@@ -154,7 +155,7 @@ class CExprEmitter(ABC):
             if fn is None:
                 raise CodegenError(f"the C backend cannot emit expression {type(e).__name__}")
             self._expr_dispatch[type(e)] = fn
-        return fn(e)
+        return descend(self, fn, e)
 
     # -- leaves -----------------------------------------------------------------------------
     def expr_Var(self, v: E.Var) -> str:

@@ -4,6 +4,8 @@
 that has one (so a `Var` subclass reaches ``visit_Var``), else visits the children.
 `Mutator.visit(n)` returns ``n`` itself when nothing below changed, so callers detect a fixpoint
 with ``is``. Tuples and `FrozenMap` fields are walked element-wise; other values are left alone.
+Every ``visit`` is one nesting level of a `kiln.ir.deep` walk: IR nested thousands of levels
+deep is walked without `RecursionError` (the walk moves to a fresh stack where needed).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
+from kiln.ir.deep import descend
 from kiln.ir.node import FrozenMap, Node
 
 
@@ -26,6 +29,8 @@ def _lookup(visitor: Any, cls: type) -> Callable[[Any], Any]:
 class Visitor:
     """Read-only traversal; override ``visit_<ClassName>`` and call ``generic_visit`` to recurse."""
 
+    _walk_depth = 0
+
     def __init__(self) -> None:
         self._dispatch: dict[type, Callable[[Any], Any]] = {}
 
@@ -34,7 +39,7 @@ class Visitor:
         if fn is None:
             fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
-        fn(n)
+        descend(self, fn, n)
 
     def generic_visit(self, n: Any) -> None:
         if isinstance(n, Node):
@@ -62,6 +67,8 @@ class Visitor:
 class Mutator:
     """Rewriting traversal that preserves identity of unchanged subtrees."""
 
+    _walk_depth = 0
+
     def __init__(self) -> None:
         self._dispatch: dict[type, Callable[[Any], Any]] = {}
 
@@ -70,7 +77,7 @@ class Mutator:
         if fn is None:
             fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
-        return fn(n)
+        return descend(self, fn, n)
 
     def generic_visit(self, n: Any) -> Any:
         if not isinstance(n, Node):

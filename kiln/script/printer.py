@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kiln.ir.deep import stack_safe
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node
@@ -165,6 +166,7 @@ class Printer(ExprPrinter):
             self.defined(define, ind)
         self.block(s, ind)
 
+    @stack_safe
     def stmt(self, s: Stmt, ind: int, last: bool) -> Stmt | None:
         """Print one statement; a flat-printed scope returns its body for the caller to print."""
         method = getattr(self, f"s_{type(s).__name__}", None)

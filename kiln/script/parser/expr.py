@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from kiln.errors import KilnError, ScriptError
+from kiln.ir.deep import DeepWalker, descend
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.node import Node
@@ -186,7 +187,7 @@ def fill_all_spans(root: Any, span: Any) -> None:
                     stack.append((child, outer))
 
 
-class ExprEvaluator:
+class ExprEvaluator(DeepWalker):
     """Evaluates AST expressions against scopes and a Python environment."""
 
     def __init__(
@@ -220,7 +221,7 @@ class ExprEvaluator:
             reason = _UNSUPPORTED_EXPR.get(type(node).__name__)
             raise self.src.error(node, reason or f"unsupported syntax: {type(node).__name__}")
         try:
-            value = method(node)
+            value = descend(self, method, node)
         except ScriptError:
             raise
         except USER_ERRORS as e:
