@@ -140,7 +140,25 @@ def _operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 
 
 def _binary(cls: type, a: Any, b: Any) -> PrimExpr:
-    return cls(*_operands(a, b))
+    a, b = _operands(a, b)
+    if cls in INT_DIVISIONS:
+        check_divisor(cls, a, b)
+    return cls(a, b)
+
+
+def check_divisor(cls: type, a: PrimExpr, b: PrimExpr) -> None:
+    """Raise `IRValueError` when ``cls(a, b)`` is an integer division by the constant zero.
+
+    The expression builders (Python operators, `kiln.tir.op`, the script) call this; the node
+    constructors store what they are given and the verifier reports such nodes."""
+    zero = b.value if isinstance(b, Broadcast) else b
+    if not (isinstance(zero, IntImm) and zero.value == 0 and b.dtype.element_of().is_integer):
+        return
+    sym = {Div: "/", Mod: "%", FloorDiv: "//", FloorMod: "%"}[cls]
+    text = str(a)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    text = f"({text})" if isinstance(a, (BinaryOp, Select)) else text
+    raise IRValueError(f"division by zero: {text} {sym} 0 (the divisor is the constant 0)")
 
 
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
@@ -424,6 +442,7 @@ class Or(BinaryOp):
 
 
 ARITH_OPS = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
+INT_DIVISIONS = (Div, Mod, FloorDiv, FloorMod)
 CMP_OPS = (EQ, NE, LT, LE, GT, GE)
 
 

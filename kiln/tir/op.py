@@ -22,6 +22,7 @@ from kiln.tir.expr import (
     PrimExpr,
     Select,
     StringImm,
+    check_divisor,
     convert,
 )
 
@@ -143,20 +144,27 @@ def sqrt(x: Any) -> Call:
     return math("sqrt", x)
 
 
+def _division(cls: type, a: Any, b: Any) -> PrimExpr:
+    """``cls(a, b)``; a constant zero integer divisor is an `IRValueError`."""
+    node = cls(a, b)
+    check_divisor(cls, node.a, node.b)
+    return node
+
+
 def floordiv(a: Any, b: Any) -> PrimExpr:
-    return FloorDiv(a, b)
+    return _division(FloorDiv, a, b)
 
 
 def floormod(a: Any, b: Any) -> PrimExpr:
-    return FloorMod(a, b)
+    return _division(FloorMod, a, b)
 
 
 def truncdiv(a: Any, b: Any) -> PrimExpr:
-    return Div(a, b)
+    return _division(Div, a, b)
 
 
 def truncmod(a: Any, b: Any) -> PrimExpr:
-    return Mod(a, b)
+    return _division(Mod, a, b)
 
 
 def max_(a: Any, b: Any) -> PrimExpr:

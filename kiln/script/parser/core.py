@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kiln.ir.dtype import DataType
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Attrs, FrozenMap
@@ -23,6 +24,7 @@ from kiln.script.parser.stmt import StmtParser
 from kiln.script.tir_ns.frames import FuncAttrs, MatchBufferSpec
 from kiln.script.tir_ns.types import HANDLE, BufferSpec, DTypeCtor, VarSpec
 from kiln.tir.analysis import verify_well_formed
+from kiln.tir.analysis.problems import always_returns, returns_value
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Var
 from kiln.tir.function import PrimFunc
@@ -49,6 +51,8 @@ def annotation_type(ev: ExprEvaluator, node: ast.expr | None) -> PrimType | Poin
         ann = ann.spec()
     if not isinstance(ann, VarSpec):
         raise ev.src.error(node, "a return annotation must be a type such as T.int32")
+    if not ann.is_handle and isinstance(ann.dtype, DataType) and ann.dtype.is_void:
+        return VOID
     return ev.at(node, ann.var_type)[1]
 
 
@@ -102,6 +106,12 @@ class FuncParser(StmtParser):
         if isinstance(ret_type, PrimType):
             self.ret_dtype = ret_type.dtype
         body = self.parse_body(fdef.body)
+        if returns_value(ret_type) and not always_returns(body):
+            raise self.src.error(
+                fdef.returns or fdef,
+                f"function {fdef.name!r} returns {ret_type} but can reach its end without a "
+                "return statement",
+            )
         attrs = dict(self.attrs)
         if not options.private and "global_symbol" not in attrs:
             attrs = {"global_symbol": fdef.name, **attrs}
@@ -129,6 +139,8 @@ class FuncParser(StmtParser):
 
     def param(self, arg: ast.arg) -> None:
         name, span = arg.arg, self.src.span(arg)
+        if any(name in scope for scope in self.scopes):
+            raise self.src.error(arg, f"parameter {name!r} is listed twice")
         if arg.annotation is None:
             raise self.src.error(
                 arg, f"parameter {name!r} needs a type such as T.int32, T.handle or T.Buffer(...)"

@@ -24,7 +24,9 @@ from kiln.ir.node import Node
 from kiln.ir.op import Op
 from kiln.script.parser.source import Source
 from kiln.script.tir_ns.frames import extent_between
+from kiln.script.tir_ns.types import BufferSpec, VarSpec
 from kiln.tir import op as tir_op
+from kiln.tir.analysis.problems import expr_problem
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     EQ,
@@ -101,6 +103,12 @@ def one_line(e: BaseException) -> str:
     """The first line of an exception's message (a reason fit for a `ScriptError`)."""
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
+
+
+def one_line_repr(v: Any) -> str:
+    """``repr(v)`` on one line, cut to 60 characters."""
+    text = " ".join(repr(v).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def is_number(v: Any) -> bool:
@@ -230,6 +238,9 @@ class ExprEvaluator(DeepWalker):
             raise internal_error(self.src, node, e) from debug_cause(e)
         if isinstance(value, Node):
             fill_spans(value, lambda: self.src.span(node))
+            problem = expr_problem(value) if isinstance(value, PrimExpr) else None
+            if problem is not None:
+                raise self.src.error(node, problem)
         return value
 
     def at(self, node: ast.AST, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -250,6 +261,16 @@ class ExprEvaluator(DeepWalker):
                     if repr(arg.value) in reason:
                         return self.src.error(arg, reason)
         return self.src.error(node, reason)
+
+    def truth(self, value: Any, node: ast.AST) -> bool:
+        """The Python truth of a value deciding something while parsing; IR objects other than
+        expressions (a buffer...) have none."""
+        if isinstance(value, (Node, BufferSpec, VarSpec)):
+            what = f"buffer {value.name!r}" if isinstance(value, Buffer) else type(value).__name__
+            raise self.src.error(
+                node, f"{what} cannot be a condition; compare a value, as in A[0] > 0"
+            )
+        return bool(value)
 
     # -- atoms -----------------------------------------------------------------------------------
     def e_Constant(self, node: ast.Constant) -> Any:
@@ -330,7 +351,7 @@ class ExprEvaluator(DeepWalker):
                 return v
             return -v if isinstance(op, ast.USub) else ~v
         if isinstance(op, ast.Not):
-            return not v
+            return not self.truth(v, node.operand)
         return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[
             type(op)
         ](v)
@@ -343,11 +364,11 @@ class ExprEvaluator(DeepWalker):
             v = self.eval(item)
             if not isinstance(v, PrimExpr):
                 if not exprs:
-                    if bool(v) != is_and:  # decided by a Python value, as Python would
+                    if self.truth(v, item) != is_and:  # decided by a Python value, as in Python
                         return v
                     last = v
                     continue
-                v = convert(bool(v))
+                v = convert(self.truth(v, item))
             exprs.append(v)
         if not exprs:
             return last
@@ -387,7 +408,7 @@ class ExprEvaluator(DeepWalker):
             raise self.src.error(
                 node, "`a if cond else b` needs a Python condition; use T.if_then_else or T.Select"
             )
-        return self.eval(node.body) if cond else self.eval(node.orelse)
+        return self.eval(node.body) if self.truth(cond, node.test) else self.eval(node.orelse)
 
     # -- calls and indexing ------------------------------------------------------------------------
     def e_Call(self, node: ast.Call) -> Any:

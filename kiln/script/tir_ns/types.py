@@ -64,6 +64,8 @@ class VarSpec:
         """The dtype and type annotation of the variable (validates the spec)."""
         if not self.is_handle:
             dt = as_dtype(self.dtype)
+            if dt.is_void:
+                raise IRError("a variable cannot have dtype void; use e.g. T.int32 or T.handle")
             return dt, PrimType(dt)
         if self.pointee is None:
             return HANDLE, PrimType(HANDLE)

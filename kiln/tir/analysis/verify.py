@@ -7,7 +7,11 @@ Checks, reporting every problem with the offending node named (never crashing on
   loop bounds match the loop variable's dtype, buffer indices match the buffer's rank;
 - thread bindings are consistent: within one kernel a thread tag keeps one extent and is not
   re-bound inside itself;
-- a `Call` to a `GlobalVar` names a function of the module.
+- a `Call` to a `GlobalVar` names a function of the module;
+- no node has a problem of its own (`kiln.tir.analysis.problems`: a division by the constant zero,
+  a shift by an out-of-range constant, a constant index out of a constant dimension, a store
+  whose value lanes differ from its index lanes, a negative or non-integer dimension, a void
+  buffer), and a function with a return type returns on every path.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node, repr_short
 from kiln.ir.visitor import Visitor
+from kiln.tir.analysis.problems import (
+    always_returns,
+    buffer_problem,
+    expr_problem,
+    returns_value,
+    stmt_problem,
+)
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     ARITH_OPS,
@@ -69,8 +80,14 @@ class _Checker(Visitor):
     # -- helpers ------------------------------------------------------------------------------
     def visit(self, n: Any) -> None:
         if not isinstance(n, Stmt):
+            problem = expr_problem(n) if isinstance(n, PrimExpr) else None
+            if problem is not None:
+                self.err(n, problem)
             super().visit(n)
             return
+        problem = stmt_problem(n)
+        if problem is not None:
+            self.err(n, problem)
         saved, self.current = self.current, n
         try:
             super().visit(n)
@@ -104,6 +121,9 @@ class _Checker(Visitor):
         self.buffers.pop()
 
     def declare_buffer(self, buf: Buffer, where: Any) -> None:
+        problem = buffer_problem(buf)
+        if problem is not None:
+            self.err(where, problem)
         for e in (
             *buf.shape,
             *buf.strides,
@@ -339,6 +359,8 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
         if not isinstance(func.body, Stmt):
             c.err(func, f"body must be a statement, got {type(func.body).__name__}")
         c.visit(func.body)
+        if returns_value(func.ret_type) and not always_returns(func.body):
+            c.err(func, f"declares a return type {func.ret_type} but can end without returning")
     except Exception as e:  # the verifier reports; it never crashes on malformed input
         c.errors.append(f"{name}: malformed IR ({type(e).__name__}: {e})")
     return c
