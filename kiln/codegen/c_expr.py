@@ -410,6 +410,17 @@ class CExprEmitter(DeepWalker, ABC):
             return self.expr_Select(E.Select(c, t, f))
         return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
 
+    def call_vector_all(self, e: E.Call) -> str:
+        """``tir.vector_all(mask)``: 1 when every lane of the boolean vector is set."""
+        mask = e.args[0]
+        if mask.dtype.lanes == 1:
+            return f"({self.expr(mask)} != 0)"
+        m, r, lane = self.temp("m"), self.temp("r"), self.temp("l")
+        loop = (
+            f"for (int {lane} = 0; {lane} < {mask.dtype.lanes}; ++{lane}) {r} &= {m}[{lane}] != 0;"
+        )
+        return f"({{ __auto_type {m} = {self.expr(mask)}; int {r} = 1; {loop} {r}; }})"
+
     def call_likely(self, e: E.Call) -> str:
         return f"__builtin_expect(!!{self.expr(e.args[0])}, 1)"
 

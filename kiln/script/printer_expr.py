@@ -81,7 +81,8 @@ _BINOPS: dict[type, tuple[str, int]] = {
     Or: ("or", OR),
 }
 _BINFUNCS: dict[type, str] = {Mod: "T.truncmod", Min: "T.min", Max: "T.max"}
-RESERVED = frozenset(keyword.kwlist) | {"T", "I", "range"}
+EXPR_RESERVED = frozenset(keyword.kwlist) | {"T"}
+RESERVED = EXPR_RESERVED | {"I", "range"}
 
 
 class ScriptNameSupply(NameSupply):
