@@ -163,6 +163,15 @@ def check_divisor(cls: type, a: PrimExpr, b: PrimExpr) -> None:
 
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
     a, b = _operands(a, b)
+    if name.startswith("shift_"):
+        amount = b.value if isinstance(b, Broadcast) else b
+        bits = a.dtype.bits
+        if isinstance(amount, IntImm) and not 0 <= amount.value < bits:
+            kind = name[len("shift_") :]
+            raise IRValueError(
+                f"shift {kind} of a {a.dtype} value by {amount.value}: the amount must be in "
+                f"[0, {bits - 1}]"
+            )
     return Call(a.dtype, Op.get(f"tir.{name}"), (a, b))
 
 
