@@ -367,6 +367,8 @@ class ExprPrinter(DeepWalker):
             return f"{{{', '.join(kv)}}}"
         if isinstance(v, PrimExpr):
             return self.expr(v, STRICT)
+        if isinstance(v, GlobalVar):
+            return f"I.GlobalVar({quote(v.name_hint)})"
         if isinstance(v, Node):
             return self.expr(v)
         return repr(v)

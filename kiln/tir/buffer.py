@@ -14,7 +14,7 @@ from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.node import Node
 from kiln.ir.span import Span
-from kiln.tir.expr import INT32, BufferLoad, IntImm, PrimExpr, Var, convert
+from kiln.tir.expr import INT32, BufferLoad, IntImm, PrimExpr, Ramp, Var, convert
 from kiln.tir.type import PointerType, PrimType
 
 
@@ -69,8 +69,25 @@ class Buffer(Node):
         )
 
     def vload(self, indices: Any, dtype: str | DataType | None = None) -> BufferLoad:
+        """``self[indices]``; a vector ``dtype`` loads that many consecutive elements from the
+        last index (which becomes a `Ramp`), as TVM's ``vload`` does."""
         load = self[indices]
-        return load if dtype is None else BufferLoad(self, load.indices, DataType.parse(dtype))
+        if dtype is None:
+            return load
+        dt = DataType.parse(dtype)
+        idx = load.indices
+        per_index = self.dtype.lanes * (idx[-1].dtype.lanes if idx else 1)
+        if idx and dt.lanes != per_index and idx[-1].dtype.lanes == 1:
+            if dt.lanes % self.dtype.lanes:
+                raise IRValueError(
+                    f"vload of {dt} from buffer {self.name!r} of {self.dtype}: the lanes do "
+                    "not divide"
+                )
+            idx = (
+                *idx[:-1],
+                Ramp(idx[-1], convert(1, idx[-1].dtype), dt.lanes // self.dtype.lanes),
+            )
+        return BufferLoad(self, idx, dt)
 
     def __repr__(self) -> str:
         return f"Buffer({self.name!r}, {self.dtype}, ndim={len(self.shape)}, scope={self.scope!r})"

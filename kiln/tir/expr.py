@@ -163,6 +163,9 @@ def check_divisor(cls: type, a: PrimExpr, b: PrimExpr) -> None:
 
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
     a, b = _operands(a, b)
+    for x in (a, b):
+        if not (x.dtype.is_integer or x.dtype.is_bool):
+            raise IRError(f"{name} needs integer operands, got a {x.dtype} value")
     if name.startswith("shift_"):
         amount = b.value if isinstance(b, Broadcast) else b
         bits = a.dtype.bits
@@ -205,6 +208,8 @@ def convert(value: Any, dtype: DataType | str | None = None) -> PrimExpr:
             raise IRError(f"cannot use the Python float {value!r} as a {dt} value")
         return FloatImm(dt, value)
     if isinstance(value, str):
+        if dt is not None and not dt.is_handle:
+            raise IRError(f"cannot use the string {value!r} as a {dt} value")
         return StringImm(value)
     raise IRError(f"expected a TIR expression (PrimExpr) or Python number, got {value!r}")
 

@@ -84,6 +84,8 @@ class IterVar(Node):
     def __post_init__(self) -> None:
         if not isinstance(self.var, Var):
             raise IRError(f"IterVar: expected a Var, got {self.var!r}")
+        if not isinstance(self.thread_tag, str):
+            raise IRError(f"IterVar: the thread tag must be a string, got {self.thread_tag!r}")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -9,6 +9,7 @@ declares its return dtype first (int32 for functions that return nothing), so
 from __future__ import annotations
 
 import ast
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from kiln.ir.dtype import DataType
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
-from kiln.ir.node import Attrs, FrozenMap
+from kiln.ir.node import Attrs, FrozenMap, Node
 from kiln.script.parser.dialect import Dialect, ModuleContext, register_dialect
 from kiln.script.parser.expr import ExprEvaluator, fill_all_spans, fill_below
 from kiln.script.parser.source import Source
@@ -56,6 +57,18 @@ def annotation_type(ev: ExprEvaluator, node: ast.expr | None) -> PrimType | Poin
     return ev.at(node, ann.var_type)[1]
 
 
+def attr_value_ok(v: Any) -> bool:
+    """Whether ``v`` can be an attribute value: data (numbers, strings, containers of them), IR,
+    or an object such as a `Target`; not a module, function, class or script-only helper."""
+    if isinstance(v, (list, tuple)):
+        return all(attr_value_ok(x) for x in v)
+    if isinstance(v, dict):
+        return all(attr_value_ok(k) and attr_value_ok(x) for k, x in v.items())
+    if isinstance(v, (types.ModuleType, type)) or callable(v) and not isinstance(v, Node):
+        return False
+    return not type(v).__module__.startswith("kiln.script")
+
+
 class FuncParser(StmtParser):
     """Parses one ``def`` into a `PrimFunc`."""
 
@@ -82,6 +95,15 @@ class FuncParser(StmtParser):
             raise self.src.error(node, "T.func_attr is only allowed at the top of a function body")
         if not isinstance(attrs.attrs, dict):
             raise self.src.error(node, "T.func_attr takes a dict of attributes")
+        for key, value in attrs.attrs.items():
+            if not isinstance(key, str):
+                raise self.src.error(node, f"T.func_attr: attribute names are strings, got {key!r}")
+            if not attr_value_ok(value):
+                raise self.src.error(
+                    node,
+                    f"T.func_attr: the value of {key!r} is a {type(value).__name__}; attribute "
+                    "values are numbers, strings, lists, tuples, dicts or IR",
+                )
         self.attrs.update(attrs.attrs)
 
     def match_buffer(self, name: str, spec: MatchBufferSpec, node: ast.stmt) -> Buffer:

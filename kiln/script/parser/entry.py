@@ -269,6 +269,8 @@ def assign_python(ev: ExprEvaluator, target: ast.expr, value: Any, env: dict[str
         env[target.id] = value
         return
     if isinstance(target, (ast.Tuple, ast.List)):
+        if not isinstance(value, (tuple, list)):
+            raise ev.src.error(target, f"cannot unpack {type(value).__name__} {value!r}")
         values = list(value)
         if len(values) != len(target.elts):
             raise ev.src.error(target, f"cannot unpack {len(values)} values into this target")

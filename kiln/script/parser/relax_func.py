@@ -143,7 +143,8 @@ class RelaxFuncParser(RelaxEvaluator):
             attrs = {"global_symbol": name, **attrs}
         span = self.src.span(fdef)
         seq = SeqExpr(tuple(blocks), body, None, span)
-        func = Function(tuple(params), seq, ret, options.pure, Attrs(attrs), None, span)
+        attrs_node = self.at(fdef, Attrs, attrs)
+        func = Function(tuple(params), seq, ret, options.pure, attrs_node, None, span)
         func = self.at(fdef, self.bb.normalize, func)
         fill_relax_spans(func, span)
         return func

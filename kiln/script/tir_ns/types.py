@@ -167,6 +167,9 @@ class BufferSpec:
         for dim in shape:
             if isinstance(dim, float) or (isinstance(dim, PrimExpr) and not dim.dtype.is_integer):
                 raise IRError(f"{self.what}: every dimension must be an integer, got {dim!r}")
+        for key in ("align", "offset_factor"):
+            if not isinstance(a[key], int) or isinstance(a[key], bool):
+                raise IRError(f"{self.what}: {key}= must be an integer, got {a[key]!r}")
         seps = a["axis_separators"]
         return decl_buffer(
             shape,

@@ -27,6 +27,7 @@ from kiln.tir.analysis.problems import (
     always_returns,
     buffer_problem,
     expr_problem,
+    func_problem,
     returns_value,
     stmt_problem,
 )
@@ -76,16 +77,18 @@ class _Checker(Visitor):
         self.current: Stmt | None = None
         self.marks: dict[int, str] = {}
         """id(statement holding a problem) -> the first problem found there."""
+        self.masked = 0
+        """How many vector-condition ifs (masked stores) enclose the current node."""
 
     # -- helpers ------------------------------------------------------------------------------
     def visit(self, n: Any) -> None:
         if not isinstance(n, Stmt):
-            problem = expr_problem(n) if isinstance(n, PrimExpr) else None
+            problem = expr_problem(n, self.masked > 0) if isinstance(n, PrimExpr) else None
             if problem is not None:
                 self.err(n, problem)
             super().visit(n)
             return
-        problem = stmt_problem(n)
+        problem = stmt_problem(n, self.masked > 0)
         if problem is not None:
             self.err(n, problem)
         saved, self.current = self.current, n
@@ -307,7 +310,12 @@ class _Checker(Visitor):
     def visit_IfThenElse(self, s: IfThenElse) -> None:
         self.check_cond(s.condition, s)
         self.visit(s.condition)
-        self.body_scoped(s.then_case)
+        lanes = isinstance(s.condition, PrimExpr) and s.condition.dtype.lanes > 1
+        self.masked += lanes
+        try:
+            self.body_scoped(s.then_case)
+        finally:
+            self.masked -= lanes
         self.body_scoped(s.else_case)
 
     def visit_While(self, s: While) -> None:
@@ -359,6 +367,9 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
         if not isinstance(func.body, Stmt):
             c.err(func, f"body must be a statement, got {type(func.body).__name__}")
         c.visit(func.body)
+        problem = func_problem(func)
+        if problem is not None:
+            c.err(func, problem)
         if returns_value(func.ret_type) and not always_returns(func.body):
             c.err(func, f"declares a return type {func.ret_type} but can end without returning")
     except Exception as e:  # the verifier reports; it never crashes on malformed input
