@@ -25,6 +25,7 @@ from kiln.errors import IRValueError
 
 PROBE_EVERY = 16
 """A walker checks the real stack depth once per this many levels of its own nesting."""
+PROBE_MASK = PROBE_EVERY - 1  # PROBE_EVERY is a power of two
 SEGMENT_FRAMES = 400
 """A walk moves to a fresh stack once the thread's stack holds this many frames (or half the
 recursion limit, if that is lower)."""
@@ -78,16 +79,23 @@ def descend(walker: Any, fn: Callable[[Any], Any], node: Any) -> Any:
     """``fn(node)`` one nesting level below ``walker``'s current one (counted in its
     ``_walk_depth``); on a fresh stack when the current one is deep."""
     depth = walker._walk_depth
-    if depth % PROBE_EVERY == PROBE_EVERY - 1:
-        if depth >= MAX_NESTING:
-            raise too_deep(depth)
-        if stack_is_deep():
-            return on_fresh_stack(_level, walker, fn, depth, (node,))
+    if depth & PROBE_MASK == PROBE_MASK:
+        return probed(walker, fn, depth, (node,))
     walker._walk_depth = depth + 1
     try:
         return fn(node)
     finally:
         walker._walk_depth = depth
+
+
+def probed(walker: Any, fn: Callable[..., Any], depth: int, args: tuple[Any, ...]) -> Any:
+    """The nesting level of ``fn(*args)`` where the real stack depth is checked (one level in
+    `PROBE_EVERY`): past `MAX_NESTING` an error, on a deep stack a fresh one, else here."""
+    if depth >= MAX_NESTING:
+        raise too_deep(depth)
+    if stack_is_deep():
+        return on_fresh_stack(_level, walker, fn, depth, args)
+    return _level(walker, fn, depth, args)
 
 
 def _level(walker: Any, fn: Callable[..., Any], depth: int, args: tuple[Any, ...]) -> Any:
@@ -106,12 +114,8 @@ def stack_safe(method: F) -> F:
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         depth = self._walk_depth
-        if depth % PROBE_EVERY == PROBE_EVERY - 1:
-            if depth >= MAX_NESTING:
-                raise too_deep(depth)
-            if stack_is_deep():
-                call = functools.partial(method, self, *args, **kwargs)
-                return on_fresh_stack(_level, self, call, depth, ())
+        if depth & PROBE_MASK == PROBE_MASK:
+            return probed(self, functools.partial(method, self, *args, **kwargs), depth, ())
         self._walk_depth = depth + 1
         try:
             return method(self, *args, **kwargs)

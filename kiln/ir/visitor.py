@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from kiln.ir.deep import descend
+from kiln.ir.deep import PROBE_MASK, probed
 from kiln.ir.node import FrozenMap, Node
 
 
@@ -39,7 +39,15 @@ class Visitor:
         if fn is None:
             fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
-        descend(self, fn, n)
+        depth = self._walk_depth  # NOTE: `kiln.ir.deep.descend`, inlined (a call per node)
+        if depth & PROBE_MASK == PROBE_MASK:
+            probed(self, fn, depth, (n,))
+            return
+        self._walk_depth = depth + 1
+        try:
+            fn(n)
+        finally:
+            self._walk_depth = depth
 
     def generic_visit(self, n: Any) -> None:
         if isinstance(n, Node):
@@ -77,7 +85,14 @@ class Mutator:
         if fn is None:
             fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
-        return descend(self, fn, n)
+        depth = self._walk_depth  # NOTE: `kiln.ir.deep.descend`, inlined (a call per node)
+        if depth & PROBE_MASK == PROBE_MASK:
+            return probed(self, fn, depth, (n,))
+        self._walk_depth = depth + 1
+        try:
+            return fn(n)
+        finally:
+            self._walk_depth = depth
 
     def generic_visit(self, n: Any) -> Any:
         if not isinstance(n, Node):

@@ -68,43 +68,22 @@ class _Guards(DeepWalker):
         self.an = Analyzer()
 
     # -- expressions: the guards of the divisions they evaluate -------------------------------
-    def expr(self, e: Any, pc: E.PrimExpr | None = None) -> list[Guard]:
+    def expr(self, root: Any, pc: E.PrimExpr | None = None) -> list[Guard]:
+        """The guards of the divisions ``root`` evaluates, operands before the divisions using
+        them (an explicit stack: expressions may nest thousands deep)."""
         out: list[Guard] = []
-        self.collect(e, pc, {}, out)
+        stack: list[_Part] = [(root, pc, _NO_LETS, False)]
+        while stack:
+            e, pc, lets, divide = stack.pop()
+            if divide:
+                guard = self.division(e, pc, lets)
+                if guard is not None:
+                    out.append(guard)
+            elif isinstance(e, E.PrimExpr) and not isinstance(e, _LEAVES):
+                if isinstance(e, DIVISIONS) and e.dtype.element_of().is_integer:
+                    stack.append((e, pc, lets, True))
+                stack.extend(reversed(_operands(e, pc, lets)))
         return out
-
-    @stack_safe
-    def collect(self, e: Any, pc: Any, lets: dict[E.Var, E.PrimExpr], out: list[Guard]) -> None:
-        """Append the guards of the divisions ``e`` evaluates (children first) to ``out``."""
-        if not isinstance(e, E.PrimExpr):
-            return
-        scalar = e.dtype.lanes == 1
-        if isinstance(e, E.Select) and scalar:
-            self.branches(e.condition, e.true_value, e.false_value, pc, lets, out)
-        elif _is_op(e, "tir.if_then_else") and e.args[0].dtype.lanes == 1:
-            self.branches(*e.args, pc, lets, out)
-        elif isinstance(e, (E.And, E.Or)) and scalar:
-            self.collect(e.a, pc, lets, out)
-            cond = e.a if isinstance(e, E.And) else E.Not(e.a)
-            self.collect(e.b, _and(pc, substitute(cond, lets)), lets, out)
-        elif isinstance(e, E.Let):
-            self.collect(e.value, pc, lets, out)
-            inner = {**lets, e.var: substitute(e.value, lets)}
-            self.collect(e.body, pc, inner, out)
-        else:
-            for _, child in e.children():
-                for c in child if isinstance(child, tuple) else (child,):
-                    self.collect(c, pc, lets, out)
-        if isinstance(e, DIVISIONS) and e.dtype.element_of().is_integer:
-            guard = self.division(e, pc, lets)
-            if guard is not None:
-                out.append(guard)
-
-    def branches(self, c: Any, t: Any, f: Any, pc: Any, lets: dict, out: list[Guard]) -> None:
-        self.collect(c, pc, lets, out)
-        cond = substitute(c, lets)
-        self.collect(t, _and(pc, cond), lets, out)
-        self.collect(f, _and(pc, E.Not(cond)), lets, out)
 
     def division(self, e: E.BinaryOp, pc: Any, lets: dict) -> Guard | None:
         b = substitute(e.b, lets)
@@ -152,13 +131,17 @@ class _Guards(DeepWalker):
     def seq(self, s: S.SeqStmt) -> tuple[S.Stmt, list[Guard]]:
         items: list[S.Stmt] = []
         lifted: list[Guard] = []
-        returned = False
-        for item in s.seq:
+        scanned, returned = 0, False  # NOTE: earlier items are searched for a return lazily
+        for k, item in enumerate(s.seq):
             new, guards = self.stmt(item)
-            up, stay = ([], guards) if returned else _split(guards, lambda g: _movable(g.cond))
+            up, stay = _split(guards, lambda g: _movable(g.cond))
+            if up:
+                returned = returned or any(_has_ret(x) for x in s.seq[scanned:k])
+                scanned = k
+                if returned:  # a guard may not run before a return that skips its division
+                    up, stay = [], guards
             lifted += up
             items.append(self.wrap(new, stay))
-            returned = returned or _has_ret(item)
         return S.SeqStmt(tuple(items), s.span), lifted
 
     def loop(self, s: S.For) -> tuple[S.Stmt, list[Guard]]:
@@ -238,6 +221,39 @@ class _Guards(DeepWalker):
             msg = f"ValueError: {self.where}: division by zero: the divisor of {g.text} is 0"
             s = S.AssertStmt(g.cond, E.StringImm(msg), s, s.span)
         return s
+
+
+_NO_LETS: dict[E.Var, E.PrimExpr] = {}
+_LEAVES = (E.Var, E.IntImm, E.FloatImm, E.StringImm)
+_Part = tuple[Any, Any, dict, bool]
+
+
+def _operands(e: E.PrimExpr, pc: Any, lets: dict) -> list[_Part]:
+    """The operands ``e`` evaluates, in order, each with the condition under which C evaluates
+    it (one branch of a scalar select, the right side of ``and`` / ``or``) and the values of
+    the let-bound variables in scope."""
+    if e.dtype.lanes == 1 and (isinstance(e, E.Select) or _is_op(e, "tir.if_then_else")):
+        c, t, f = (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
+        if c.dtype.lanes == 1:
+            cond = substitute(c, lets)
+            return [
+                (c, pc, lets, False),
+                (t, _and(pc, cond), lets, False),
+                (f, _and(pc, E.Not(cond)), lets, False),
+            ]
+    if isinstance(e, (E.And, E.Or)) and e.dtype.lanes == 1:
+        cond = substitute(e.a if isinstance(e, E.And) else E.Not(e.a), lets)
+        return [(e.a, pc, lets, False), (e.b, _and(pc, cond), lets, False)]
+    if isinstance(e, E.Let):
+        inner = {**lets, e.var: substitute(e.value, lets)}
+        return [(e.value, pc, lets, False), (e.body, pc, inner, False)]
+    out: list[_Part] = []
+    for name in type(e).field_names():
+        child = getattr(e, name)
+        for c in child if isinstance(child, tuple) else (child,):
+            if isinstance(c, E.PrimExpr):
+                out.append((c, pc, lets, False))
+    return out
 
 
 def _and(pc: E.PrimExpr | None, cond: E.PrimExpr) -> E.PrimExpr:
