@@ -194,3 +194,23 @@ def test_constant_divisors_get_no_guard() -> None:
         )
     )
     assert "division by zero" not in mod.inspect_source()
+
+
+def test_zero_divisor_in_an_argument_shape_is_a_mismatch_not_a_trap() -> None:
+    f = kiln.build(
+        kiln.script.from_source(
+            "from kiln.script import tir as T\n@T.prim_func\n"
+            "def f(a: T.handle, b: T.handle, m: T.int32):\n"
+            "    n = T.int32()\n"
+            '    A = T.match_buffer(a, (n,), "float32")\n'
+            '    B = T.match_buffer(b, (n // m,), "float32")\n'
+            "    for i in range(n // m):\n"
+            "        B[i] = A[i * m]\n",
+            "shape.py",
+        )
+    )["f"]
+    a, b = np.arange(8, dtype=np.float32), np.zeros(4, np.float32)
+    f(a, b, 2)
+    np.testing.assert_array_equal(b, a[::2])
+    with pytest.raises(ValueError, match=r"argument b.shape\[0\] expected -2147483648 .*m != 0"):
+        f(a, b, 0)

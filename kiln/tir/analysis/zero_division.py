@@ -21,6 +21,11 @@ Where a guard goes:
   vectorize anyway;
 - a vector divisor is checked lane by lane (``tir.vector_all``), a broadcast one once.
 
+The entry of an exposed function computes the expected shapes of its arguments before the body
+runs: a division there by a possibly-zero value is evaluated only when the divisor is non-zero,
+and otherwise the expected value is the smallest of its dtype, so the entry's shape check fails
+with a ``ValueError`` (`guard_value`).
+
 Float division keeps IEEE semantics (inf / nan) and is never guarded. Device (GPU) functions get
 no guards: a kernel cannot raise.
 """
@@ -60,6 +65,21 @@ def guard_divisions(body: S.Stmt, where: str, pass_name: str) -> S.Stmt:
     g = _Guards(where, pass_name)
     new, guards = g.stmt(body)
     return g.wrap(new, guards)
+
+
+def guard_value(value: E.PrimExpr, where: str, pass_name: str) -> E.PrimExpr:
+    """``value`` (an entry check's expected dimension), or, where one of its divisors may be
+    zero, ``select(divisors non-zero, value, min of its dtype)``: no dimension or stride equals
+    that, so the entry reports a mismatch instead of trapping (module docstring)."""
+    g = _Guards(where, pass_name)
+    guards = g.expr(value)
+    if not guards or not value.dtype.is_int:
+        return value
+    ok = guards[0].cond
+    for more in guards[1:]:
+        ok = E.And(ok, more.cond)
+    low = E.IntImm(value.dtype, -(1 << (value.dtype.bits - 1)))
+    return E.Select(ok, value, low)
 
 
 class _Guards(DeepWalker):

@@ -46,7 +46,7 @@ from kiln.tir import expr as E
 from kiln.tir import op as tir_op
 from kiln.tir import stmt as S
 from kiln.tir.analysis.device import func_target, is_device_function
-from kiln.tir.analysis.zero_division import guard_divisions
+from kiln.tir.analysis.zero_division import guard_divisions, guard_value
 from kiln.tir.attrs import PACKED_API
 from kiln.tir.builtin import MATH_OPS, MathOp
 from kiln.tir.function import PrimFunc, PrimFuncPass
@@ -74,7 +74,10 @@ class LowerIntrin(PrimFuncPass):
         out = func.with_body(lower.visit(body))
         api = out.get_attr(PACKED_API)
         if api is not None:  # the entry's shape checks are printed as C too
-            checks = tuple(replace(c, value=lower.visit(c.value)) for c in api.checks)
+            checks = tuple(
+                replace(c, value=lower.visit(guard_value(c.value, gv.name_hint, self.name)))
+                for c in api.checks
+            )
             if any(a is not b for a, b in zip(checks, api.checks)):
                 out = out.with_attr(PACKED_API, replace(api, checks=checks))
         return out
