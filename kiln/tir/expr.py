@@ -141,40 +141,52 @@ def _operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 
 def _binary(cls: type, a: Any, b: Any) -> PrimExpr:
     a, b = _operands(a, b)
-    if cls in INT_DIVISIONS:
-        check_divisor(cls, a, b)
+    problem = division_problem(cls, a, b)
+    if problem is not None:
+        raise IRValueError(problem)
     return cls(a, b)
 
 
-def check_divisor(cls: type, a: PrimExpr, b: PrimExpr) -> None:
-    """Raise `IRValueError` when ``cls(a, b)`` is an integer division by the constant zero.
+def division_problem(cls: type, a: PrimExpr, b: PrimExpr) -> str | None:
+    """The message for ``cls(a, b)`` when it is an integer division by the constant zero.
 
-    The expression builders (Python operators, `kiln.tir.op`, the script) call this; the node
+    The expression builders (Python operators, `kiln.tir.op`, the script) raise it; the node
     constructors store what they are given and the verifier reports such nodes."""
     zero = b.value if isinstance(b, Broadcast) else b
-    if not (isinstance(zero, IntImm) and zero.value == 0 and b.dtype.element_of().is_integer):
-        return
+    if cls not in INT_DIVISIONS or not b.dtype.element_of().is_integer:
+        return None
+    if not (isinstance(zero, IntImm) and zero.value == 0):
+        return None
     sym = {Div: "/", Mod: "%", FloorDiv: "//", FloorMod: "%"}[cls]
     text = str(a)
     text = text if len(text) <= 60 else text[:57] + "..."
     text = f"({text})" if isinstance(a, (BinaryOp, Select)) else text
-    raise IRValueError(f"division by zero: {text} {sym} 0 (the divisor is the constant 0)")
+    return f"division by zero: {text} {sym} 0 (the divisor is the constant 0)"
+
+
+def bitwise_problem(name: str, a: PrimExpr, b: PrimExpr | None) -> str | None:
+    """The message for ``tir.<name>(a, b)`` on non-integers, or shifting by an out-of-range
+    constant (the builders raise it, the verifier reports it)."""
+    for x in (a, b):
+        if x is not None and not (x.dtype.is_integer or x.dtype.is_bool):
+            return f"{name} needs integer operands, got a {x.dtype} value"
+    amount = b.value if isinstance(b, Broadcast) else b
+    if not name.startswith("shift_") or not isinstance(amount, IntImm):
+        return None
+    bits = a.dtype.bits
+    if 0 <= amount.value < bits:
+        return None
+    kind = name[len("shift_") :]
+    return f"shift {kind} of a {a.dtype} value by {amount.value}: the amount must be in " + (
+        f"[0, {bits - 1}]"
+    )
 
 
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
     a, b = _operands(a, b)
-    for x in (a, b):
-        if not (x.dtype.is_integer or x.dtype.is_bool):
-            raise IRError(f"{name} needs integer operands, got a {x.dtype} value")
-    if name.startswith("shift_"):
-        amount = b.value if isinstance(b, Broadcast) else b
-        bits = a.dtype.bits
-        if isinstance(amount, IntImm) and not 0 <= amount.value < bits:
-            kind = name[len("shift_") :]
-            raise IRValueError(
-                f"shift {kind} of a {a.dtype} value by {amount.value}: the amount must be in "
-                f"[0, {bits - 1}]"
-            )
+    problem = bitwise_problem(name, a, b)
+    if problem is not None:
+        raise IRValueError(problem)
     return Call(a.dtype, Op.get(f"tir.{name}"), (a, b))
 
 

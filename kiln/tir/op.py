@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.op import Op
 from kiln.tir import builtin
@@ -22,8 +22,8 @@ from kiln.tir.expr import (
     PrimExpr,
     Select,
     StringImm,
-    check_divisor,
     convert,
+    division_problem,
 )
 
 HANDLE = DataType("handle", 64)
@@ -147,7 +147,9 @@ def sqrt(x: Any) -> Call:
 def _division(cls: type, a: Any, b: Any) -> PrimExpr:
     """``cls(a, b)``; a constant zero integer divisor is an `IRValueError`."""
     node = cls(a, b)
-    check_divisor(cls, node.a, node.b)
+    problem = division_problem(cls, node.a, node.b)
+    if problem is not None:
+        raise IRValueError(problem)
     return node
 
 

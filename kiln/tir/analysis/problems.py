@@ -24,20 +24,17 @@ from kiln.ir.op import Op
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     ARITH_OPS,
-    BinaryOp,
+    INT_DIVISIONS,
     Broadcast,
     BufferLoad,
     Call,
     Cast,
-    Div,
-    FloorDiv,
-    FloorMod,
     IntImm,
-    Mod,
     PrimExpr,
     Ramp,
-    Select,
     StringImm,
+    bitwise_problem,
+    division_problem,
 )
 from kiln.tir.stmt import (
     Allocate,
@@ -53,8 +50,6 @@ from kiln.tir.stmt import (
 )
 from kiln.tir.type import PointerType, PrimType
 
-DIVISIONS = (Div, Mod, FloorDiv, FloorMod)
-_DIV_SYMBOL = {Div: "/", Mod: "%", FloorDiv: "//", FloorMod: "%"}
 _SHIFTS = ("tir.shift_left", "tir.shift_right")
 SHOWN = 80
 """Longest expression text a message shows (longer ones are cut with ``...``)."""
@@ -76,13 +71,6 @@ def const_lanes(e: Any) -> tuple[int, int] | None:
         last = e.base.value + e.stride.value * (e.lanes - 1)
         return min(e.base.value, last), max(e.base.value, last)
     return None
-
-
-def zero_divisor(e: Any) -> bool:
-    """True when ``e`` is an integer division or remainder by the constant zero."""
-    if not isinstance(e, DIVISIONS) or not e.dtype.element_of().is_integer:
-        return False
-    return const_lanes(e.b) == (0, 0)
 
 
 _BITWISE = ("tir.bitwise_and", "tir.bitwise_or", "tir.bitwise_xor", "tir.bitwise_not", *_SHIFTS)
@@ -119,10 +107,10 @@ def expr_problem(e: PrimExpr, masked: bool = False) -> str | None:
         return f"{type(e).__name__} of handles: pointers have no arithmetic here"
     if isinstance(e, Cast) and _float_handle(e.dtype, e.value.dtype):
         return f"a cast from {e.value.dtype} to {e.dtype}: pointers and floats do not convert"
-    if zero_divisor(e):
-        a = e.a  # type: ignore[attr-defined]
-        text = f"({short(a)})" if isinstance(a, (BinaryOp, Select)) else short(a)
-        return f"division by zero: {text} {_DIV_SYMBOL[type(e)]} 0 (the divisor is the constant 0)"
+    if isinstance(e, INT_DIVISIONS):
+        problem = division_problem(type(e), e.a, e.b)
+        if problem is not None:
+            return problem
     if isinstance(e, BufferLoad) and isinstance(e.buffer, Buffer):
         lanes = e.indices[-1].dtype.lanes if e.indices else 1
         if e.dtype.lanes != e.buffer.dtype.lanes * lanes:
@@ -146,31 +134,16 @@ def call_problem(e: Call) -> str | None:
     if not isinstance(e.op, Op):
         return None
     name = e.op.name
-    if name in _BITWISE:
-        for a in e.args:
-            if isinstance(a, PrimExpr) and not (a.dtype.is_integer or a.dtype.is_bool):
-                return f"{name[4:]} needs integer operands, got a {a.dtype} value"
-        if name in _SHIFTS and len(e.args) == 2:
-            return shift_problem(e)
+    if name in _BITWISE and 1 <= len(e.args) <= 2:
+        problem = bitwise_problem(name[4:], e.args[0], e.args[1] if len(e.args) == 2 else None)
+        if problem is not None:
+            return problem
     if name in _EXTERN and not (e.args and isinstance(e.args[0], StringImm)):
         return f"{name[4:]} needs the function's name (a string) as its first argument"
     if name in _EXTERN and isinstance(e.args[0], StringImm):
         if not is_c_name(e.args[0].value):
             return f"{name[4:]} of {e.args[0].value!r}: the function name must be a C name"
     return None
-
-
-def shift_problem(e: Call) -> str | None:
-    """A constant shift amount outside ``[0, bits)`` of the shifted operand."""
-    amount = const_lanes(e.args[1])
-    bits = e.args[0].dtype.bits
-    if amount is None or (amount[0] >= 0 and amount[1] < bits):
-        return None
-    bad = amount[0] if amount[0] < 0 else amount[1]
-    kind = "left" if e.op.name == "tir.shift_left" else "right"  # type: ignore[union-attr]
-    return (
-        f"shift {kind} of a {e.args[0].dtype} value by {bad}: the amount must be in [0, {bits - 1}]"
-    )
 
 
 def index_problem(buf: Buffer, indices: tuple[PrimExpr, ...], masked: bool = False) -> str | None:

@@ -43,7 +43,7 @@ from kiln.ir.structural import structural_equal
 from kiln.ir.visitor import pre_order_nodes
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
-from kiln.tir.analysis.problems import DIVISIONS, const_lanes, short
+from kiln.tir.analysis.problems import const_lanes, short
 from kiln.tir.functor import substitute
 
 BOOL = E.BOOL
@@ -100,7 +100,7 @@ class _Guards(DeepWalker):
                 if guard is not None:
                     out.append(guard)
             elif isinstance(e, E.PrimExpr) and not isinstance(e, _LEAVES):
-                if isinstance(e, DIVISIONS) and e.dtype.element_of().is_integer:
+                if isinstance(e, E.INT_DIVISIONS) and e.dtype.element_of().is_integer:
                     stack.append((e, pc, lets, True))
                 stack.extend(reversed(_operands(e, pc, lets)))
         return out
