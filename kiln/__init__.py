@@ -2,9 +2,10 @@
 
 The layers (see DESIGN.md): `kiln.ir` (core, `Target`), `kiln.tir` (tensor-level IR),
 `kiln.arith` (simplifier), `kiln.te` / `kiln.topi` (tensor expressions, operator library),
-`kiln.codegen` (C / CUDA), `kiln.script` (TVMScript parser/printer), `kiln.runtime` (tvm-ffi
-runtime), `kiln.driver` (`kiln.build`). Importing `kiln` stays cheap: the heavier
-entry points are loaded on first use.
+`kiln.codegen` (C / CUDA), `kiln.relax` (graph level), `kiln.vm` (VM codegen), `kiln.script`
+(TVMScript parser/printer), `kiln.runtime` (tvm-ffi runtime, `VirtualMachine`), `kiln.driver`
+(`kiln.build`; `kiln.compile` / `kiln.load`: a model object). Importing `kiln` stays cheap:
+the heavier entry points are loaded on first use.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "build": ("kiln.driver", "build"),
     "build_op": ("kiln.driver", "build_op"),
+    "compile": ("kiln.driver", "compile"),
+    "load": ("kiln.driver", "load"),
     "tensor": ("kiln.runtime", "tensor"),
     "empty": ("kiln.runtime", "empty"),
     "cpu": ("kiln.runtime", "cpu"),

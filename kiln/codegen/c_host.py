@@ -8,7 +8,19 @@
   and cached in a static; ``call_cpacked("name", ...)``: a direct call of the entry symbol
   ``__tvm_ffi_<name>``. Both pass ints, floats, bools, strings and pointers; an error raised by
   the callee unwinds the caller.
-- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names.
+- In a compiled-mode VM function (``__vmtir__<name>(ctx_ptr, r, c, f)``), the any-list builtins
+  and call statements print exactly the C forms of the runtime's contract
+  (`kiln.runtime.vm_anylist`, whose helpers print them): ``anylist_setitem_call_packed`` /
+  ``_cpacked``, ``anylist_resetitem``, ``anylist_getitem`` as a packed argument, and
+  ``call_packed`` / ``call_cpacked`` statements, which go through the VM context (``ctx_ptr``,
+  the function's first parameter) so their callees show in ``vm.profile``. The trailing null
+  resource handle of ``call_cpacked`` (TVM's convention) is not passed: the callee's entry
+  would count it as an argument.
+- For a ``tir.noalias`` function the entry also checks that the byte ranges of the argument
+  pairs listed in ``PackedAPI.overlaps`` are disjoint (`emit_overlap_checks`).
+- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names and, per
+  function, its arguments (name, dtype, tensor or scalar, written or not: `signature`), which
+  the runtime reads to explain a call that fails before the entry runs.
 """
 
 from __future__ import annotations
@@ -16,14 +28,26 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kiln.codegen.c import CodeGenC, Exit, FuncState
-from kiln.codegen.c_expr import c_string
+from kiln.codegen.c_expr import c_string, is_op
 from kiln.codegen.c_host_prelude import HOST_HELPERS
 from kiln.codegen.c_prelude import Prelude
 from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.module import IRModule
-from kiln.runtime import metadata_c_source
+from kiln.ir.op import Op
+from kiln.runtime import ArgInfo, metadata_c_source
+from kiln.runtime.vm_anylist import (
+    ANYLIST_C_HEADER,
+    c_any,
+    c_call_cpacked,
+    c_call_packed,
+    c_cpacked_decl,
+    c_getitem,
+    c_resetitem,
+)
+from kiln.runtime.vm_format import VMTIR_PREFIX
 from kiln.tir import expr as E
+from kiln.tir import stmt as S
 from kiln.tir.attrs import PACKED_API
 from kiln.tir.function import PrimFunc
 from kiln.tir.packed_api import CountCheck, DimCheck, PackedAPI, PackedArg
@@ -79,6 +103,7 @@ class CodeGenCHost(CodeGenC):
         self.prelude = Prelude(HOST_HELPERS)
         self.entries: list[str] = []
         self.exposed: list[str] = []
+        self.signatures: dict[str, tuple[ArgInfo, ...]] = {}
         self.check_pending = False
 
     def add_module(self, mod: IRModule) -> None:
@@ -89,7 +114,8 @@ class CodeGenCHost(CodeGenC):
                 self.define_entry(st)
 
     def finish(self) -> str:
-        return "\n".join([super().finish(), *self.entries, metadata_c_source(self.exposed)])
+        metadata = metadata_c_source(self.exposed, self.signatures)
+        return "\n".join([super().finish(), *self.entries, metadata])
 
     # -- entries ----------------------------------------------------------------------------
     def define_entry(self, st: FuncState) -> None:
@@ -120,6 +146,7 @@ class CodeGenCHost(CodeGenC):
         where: dict[E.Var, str] = {a.param: f"argument {a.name}" for a in api.args if not a.buffer}
         for check in api.checks:
             self.emit_dim_check(api, check, tensors[check.arg], where)
+        self.emit_overlap_checks(api, tensors)
         for a, t in zip(api.args, tensors):
             if a.buffer is not None:
                 self.emit_data_pointer(a, t)
@@ -128,6 +155,7 @@ class CodeGenCHost(CodeGenC):
         head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
         self.exposed.append(api.symbol)
+        self.signatures[api.symbol] = signature(api)
         self._fn = None
 
     def emit_entry_prologue(self, st: FuncState) -> None:
@@ -200,6 +228,18 @@ class CodeGenCHost(CodeGenC):
         name, dt = c_string(api.args[check.arg].name), c_string(str(check.index_dtype))
         where = f"{self.fn_lit(api)}, {name}, {dt}"
         self.emit(f"if ({helper}({tensor}, {check.limit}LL, {where}) != 0) return -1;")
+
+    def emit_overlap_checks(self, api: PackedAPI, tensors: list[str]) -> None:
+        """The pairs of ``api.overlaps`` must not share a byte (a noalias function's restrict
+        pointers; written after the shape checks, so shapes are known to be right)."""
+        if api.overlaps:
+            self.prelude.need("overlap_args")
+        for i, j in api.overlaps:
+            names = f"{c_string(api.args[i].name)}, {c_string(api.args[j].name)}"
+            self.emit(
+                f"if (kiln_check_overlap({tensors[i]}, {tensors[j]}, {self.fn_lit(api)}, "
+                f"{names}) != 0) return -1;"
+            )
 
     def emit_dim_check(
         self, api: PackedAPI, check: DimCheck, tensor: str, where: dict[E.Var, str]
@@ -298,6 +338,8 @@ class CodeGenCHost(CodeGenC):
         self.extern_decls.setdefault(sym, f"int {sym}({sig});")
         return self.packed_call(e, lambda argv, n, r: f"{sym}(NULL, {argv}, {n}, &{r})")
 
+    call_tvm_call_packed = call_call_packed
+
     def packed_call(self, e: E.Call, make_call: object) -> str:
         argv, r = self.temp("argv"), self.temp("r")
         args = [self.to_packed_arg(a) for a in e.args[1:]]
@@ -312,6 +354,11 @@ class CodeGenCHost(CodeGenC):
         return f"({{ {init} {reset} if ({call} != 0) {{ {exits} }} {value}; }})"
 
     def to_packed_arg(self, a: E.PrimExpr) -> str:
+        if is_op(a, "anylist_getitem"):
+            lst, index = a.args  # type: ignore[attr-defined]
+            return c_getitem(self.expr(lst), self.expr(index))
+        if is_null_handle(a):
+            return c_any("none")
         if isinstance(a, E.StringImm):
             return f"(TVMFFIAny){{.type_index = kTVMFFIRawStr, .v_c_str = {c_string(a.value)}}}"
         if a.dtype.lanes > 1:
@@ -326,6 +373,109 @@ class CodeGenCHost(CodeGenC):
         if dt.is_float:
             return self.round_storage_float(dt, f"({self.type_of(dt)})kiln_any_float(&{r})")
         return f"({self.type_of(dt)})kiln_any_int(&{r})"
+
+    # -- compiled-mode VM functions ---------------------------------------------------------
+    def stmt_Evaluate(self, s: S.Evaluate) -> None:
+        v = s.value
+        name = _builtin_name(v)
+        if name in VM_STATEMENTS:
+            if self.fn.label.startswith(VMTIR_PREFIX):
+                self.emit_vm_statement(v)  # type: ignore[arg-type]
+                return
+            if name.startswith("anylist_"):
+                raise CodegenError(
+                    f"{self.fn.label}: {name} is only valid in a compiled-mode VM function "
+                    f"({VMTIR_PREFIX}<name>)"
+                )
+        super().stmt_Evaluate(s)
+
+    def emit_vm_statement(self, e: E.Call) -> None:
+        """One call of a ``__vmtir__`` function, in the form of `kiln.runtime.vm_anylist`."""
+        self.prelude.need_function("kiln_vm_anylist_header", ANYLIST_C_HEADER)
+        name, args = _builtin_name(e), e.args
+        if name == "anylist_resetitem":
+            self.emit(c_resetitem(self.expr(args[0]), self.expr(args[1])))
+            return
+        dst = None
+        if name.startswith("anylist_setitem"):
+            dst, args = (self.expr(args[0]), self.expr(args[1])), args[2:]
+        callee = _callee_name(E.Call(e.dtype, e.op, args))
+        rest = args[1:]
+        ctx = self.var_name(self.fn.func.params[0])
+        exits = " ".join(self.error_exit())
+        if name.endswith("cpacked"):
+            if rest and is_null_handle(rest[-1]):
+                rest = rest[:-1]  # TVM's resource handle: not an argument of the callee
+            items = [self.vm_arg(a) for a in rest]
+            self.extern_decls.setdefault(self.ENTRY_PREFIX + callee, c_cpacked_decl(callee))
+            self.emit(c_call_cpacked(callee, items, dst, ctx=ctx, on_error=exits))
+        else:
+            items = [self.vm_arg(a) for a in rest]
+            self.emit(c_call_packed(callee, items, dst, ctx=ctx, on_error=exits))
+
+    def vm_arg(self, a: E.PrimExpr) -> str:
+        """An argument of a ``__vmtir__`` call, as the contract's ``TVMFFIAny`` form."""
+        if is_op(a, "anylist_getitem"):
+            lst, index = a.args  # type: ignore[attr-defined]
+            return c_getitem(self.expr(lst), self.expr(index))
+        if is_null_handle(a):
+            return c_any("none")
+        if isinstance(a, E.StringImm):
+            return c_any("str", c_string(a.value))
+        dt = a.dtype
+        if dt.lanes > 1 or not (dt.is_handle or dt.is_bool or dt.is_integer or dt.is_float):
+            raise CodegenError(f"{self.fn.label}: cannot pass a {dt} value to a VM call")
+        kind = (
+            "handle"
+            if dt.is_handle
+            else "bool"
+            if dt.is_bool
+            else "int"
+            if dt.is_integer
+            else "float"
+        )
+        return c_any(kind, self.expr(a))
+
+    def call_anylist_getitem(self, e: E.Call) -> str:
+        raise CodegenError(f"{self.fn.label}: anylist_getitem is only valid as a packed argument")
+
+
+VM_STATEMENTS = frozenset(
+    {
+        "anylist_setitem_call_packed",
+        "anylist_setitem_call_cpacked",
+        "anylist_resetitem",
+        "call_packed",
+        "call_cpacked",
+        "tvm_call_packed",
+    }
+)
+"""Calls that a ``__vmtir__`` function evaluates as statements in the any-list contract's form."""
+
+
+def _builtin_name(e: E.PrimExpr) -> str:
+    """``name`` of a call of the TIR builtin ``tir.<name>`` ("" for anything else)."""
+    if isinstance(e, E.Call) and isinstance(e.op, Op) and e.op.name.startswith("tir."):
+        return e.op.name[4:]
+    return ""
+
+
+def is_null_handle(a: E.PrimExpr) -> bool:
+    """``reinterpret("handle", 0)``: a null pointer (None as a packed argument)."""
+    return is_op(a, "reinterpret") and a.dtype.is_handle and E.is_const_int(a.args[0], 0)  # type: ignore[attr-defined]
+
+
+def signature(api: PackedAPI) -> tuple[ArgInfo, ...]:
+    """The arguments of ``api`` as the library's metadata lists them."""
+    return tuple(
+        ArgInfo(
+            a.name,
+            str(a.buffer.dtype if a.buffer is not None else a.param.dtype),
+            a.buffer is not None,
+            i in api.writes,
+        )
+        for i, a in enumerate(api.args)
+    )
 
 
 def _callee_name(e: E.Call) -> str:

@@ -7,9 +7,17 @@
     with bb.function("main", [x]):
         gv = bb.emit(relax.op.nn.relu(x))
         bb.emit_func_output(gv)
+
+Running it: ``ex = relax.build(mod, target="c", exec_mode="compiled")`` (or ``"bytecode"``),
+``vm = relax.VirtualMachine(ex)``, ``vm["main"](x)``; ``relax.vm_codegen(mod, exec_mode)`` is
+the VM code generation step alone (for a module already in VM form). ``build`` and
+``vm_codegen`` live in the layers above (`kiln.driver`, `kiln.vm`) and load on first use.
 """
 
-from kiln.relax import analysis, op, transform
+from typing import Any
+
+from kiln.relax import analysis, backend, op, transform
+from kiln.relax.backend import register_codegen
 from kiln.relax.binding import Binding, BindingBlock, DataflowBlock, MatchCast, VarBinding
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import (
@@ -40,6 +48,7 @@ from kiln.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from kiln.runtime.vm import VirtualMachine
 
 __all__ = [
     "Binding",
@@ -71,9 +80,28 @@ __all__ = [
     "TupleGetItem",
     "TupleStructInfo",
     "Var",
+    "VirtualMachine",
     "VarBinding",
     "analysis",
+    "backend",
+    "build",
     "const",
     "op",
+    "register_codegen",
     "transform",
+    "vm_codegen",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # NOTE: the one upward import of this layer, by the names TVM users expect here
+    # (tests/test_layers.py allows exactly these two).
+    if name == "build":
+        from kiln.driver.relax_build import build
+
+        return build
+    if name == "vm_codegen":
+        from kiln.vm import vm_codegen
+
+        return vm_codegen
+    raise AttributeError(f"module 'kiln.relax' has no attribute {name!r}")

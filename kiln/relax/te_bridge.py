@@ -161,9 +161,13 @@ def _shape_vars(t: te.Tensor) -> set[int]:
 
 
 def prim_func_of(
-    inputs: Sequence[te.Tensor], outs: Sequence[te.Tensor], name: str
+    inputs: Sequence[te.Tensor],
+    outs: Sequence[te.Tensor],
+    name: str,
+    schedule: te.Schedule | None = None,
 ) -> tuple[PrimFunc, list[TirVar]]:
-    """The private PrimFunc computing ``outs`` from ``inputs`` and its extra symbolic params."""
+    """The private PrimFunc computing ``outs`` from ``inputs`` and its extra symbolic params;
+    lowered with ``schedule`` when given (else TE's default, serial loops)."""
     used, free = _graph(outs)
     used_ids = {id(t) for t in used}
     read = [t for t in inputs if id(t) in used_ids]
@@ -171,7 +175,8 @@ def prim_func_of(
     bound_by_any = set().union(*(_shape_vars(t) for t in inputs)) if inputs else set()
     scalars = [v for v in free if id(v) not in bound_by_read]
     tir_vars = [v for v in free if id(v) not in bound_by_any]
-    lowered = te.lower(te.create_schedule(list(outs)), [*read, *outs, *scalars], name=name)
+    sch = schedule if schedule is not None else te.create_schedule(list(outs))
+    lowered = te.lower(sch, [*read, *outs, *scalars], name=name)
     by_tensor = dict(zip(map(id, [*read, *outs]), lowered.params))
     params, bmap = [], dict(lowered.buffer_map)
     for t in [*inputs, *outs]:

@@ -56,7 +56,12 @@ from kiln.tir.expr import Var as TirVar
 
 INT64 = DataType("int", 64)
 HEADER = "# from kiln.script import ir as I, relax as R, tir as T"
-_SPECIAL = {"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed"}
+_SPECIAL = {
+    "relax.call_tir",
+    "relax.call_dps_packed",
+    "relax.call_pure_packed",
+    "relax.call_lowered",
+}
 
 
 class RelaxPrinter(ExprPrinter):
@@ -173,6 +178,8 @@ class RelaxPrinter(ExprPrinter):
             if op.name in _SPECIAL:
                 return self.special_call(c, args)
             args += self.attr_kwargs(c)
+            if c.sinfo_args and _takes_sinfo_args(op):
+                args.append(f"sinfo_args={self.sinfo_args(c)}")
             return f"R.{op.name.removeprefix('relax.')}({', '.join(args)})"
         if isinstance(op, ExternFunc):
             args = [quote(op.global_symbol), *args, f"sinfo_args={self.sinfo_args(c)}"]
@@ -203,6 +210,9 @@ class RelaxPrinter(ExprPrinter):
         parts = [head, args[1], f"out_sinfo={outs}"]
         if len(c.args) > 2:
             parts.append(f"tir_vars={args[2]}")
+        if name == "call_lowered":
+            items = c.attrs.items()
+            parts += [f"{k}={self.attr_value(_listed(v))}" for k, v in items]
         return f"R.{name}({', '.join(parts)})"
 
     def attr_kwargs(self, c: Call) -> list[str]:
@@ -216,6 +226,12 @@ class RelaxPrinter(ExprPrinter):
                     continue
             out.append(f"{key}={self.attr_value(list(val) if isinstance(val, tuple) else val)}")
         return out
+
+    def attr_value(self, v: Any) -> str:
+        if isinstance(v, GlobalVar):
+            self.uses_cls = True
+            return f"cls.{v.name_hint}"
+        return super().attr_value(v)
 
     # -- functions and bindings ------------------------------------------------------------------
     def func(self, f: Function, name: str, ind: int = 0, nested: bool = False) -> None:
@@ -307,6 +323,16 @@ class RelaxPrinter(ExprPrinter):
             self.lines.append("    " * (ind + 1) + f"{name}: {ann} = {result}")
             inner, self.lines = self.lines, outer
             self.lines.extend(inner)
+
+
+def _listed(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+def _takes_sinfo_args(op: Op) -> bool:
+    """Whether the builder of operator ``op`` takes ``sinfo_args`` (``call_builtin_with_ctx``)."""
+    rec = find_op_def(op)
+    return rec is not None and "sinfo_args" in inspect.signature(rec.builder).parameters
 
 
 def _same_attr(default: Any, value: Any) -> bool:

@@ -129,12 +129,17 @@ def test_eight_processes_build_the_same_module(tmp_path: Path) -> None:
     assert len(list((tmp_path / "cache").glob("*.so"))) == 1
 
 
-def test_demo_runs_checks_and_reports(capsys: pytest.CaptureFixture[str]) -> None:
-    from kiln.examples import demo
+def test_demo_runs_checks_and_reports(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from kiln.examples import demo, kernels
 
-    assert demo.main(["--repeat", "1"]) == 0
+    assert demo.main(["--repeat", "1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for ex in demo.EXAMPLES:
+    for row in ("kiln bytecode", "kiln compiled", "numpy", "profile of main (compiled mode)"):
+        assert row in out
+    assert "default_fused_matmul_add_relu " in out  # one fused kernel per layer
+    for ex in kernels.EXAMPLES:
         assert f"{ex.name} " in out
-    assert out.count("  ok") == len(demo.EXAMPLES)
-    assert out.count(".c\n") == len(demo.EXAMPLES)
+    assert out.count("  ok") == len(kernels.EXAMPLES) + 2  # + the model in each mode
+    assert out.count(".c\n") == len(kernels.EXAMPLES)
+    assert f"exported library (kernels, VM code and all): {tmp_path / 'mlp.so'}" in out
+    assert (tmp_path / "mlp.so").is_file()

@@ -28,6 +28,17 @@ class _Uses(ExprVisitor):
     def visit_GlobalVar(self, gv: GlobalVar) -> None:
         self.globals.setdefault(gv.name_hint, gv)
 
+    def visit_Call(self, c: Call) -> None:
+        super().visit_Call(c)
+        # NOTE: `call_lowered` names the PrimFuncs and shape function it needs in its attributes.
+        stack = list(c.attrs.values())
+        while stack:
+            v = stack.pop()
+            if isinstance(v, GlobalVar):
+                self.visit_GlobalVar(v)
+            elif isinstance(v, (tuple, list)):
+                stack.extend(v)
+
 
 def _uses(expr: Any) -> _Uses:
     u = _Uses()
@@ -58,7 +69,8 @@ def all_vars(expr: Any) -> list[Var]:
 
 
 def all_global_vars(expr: Any) -> list[GlobalVar]:
-    """The module functions ``expr`` refers to (calls, ``call_tir`` callees), by name."""
+    """The module functions ``expr`` refers to (calls, ``call_tir`` callees, GlobalVars in call
+    attributes), by name."""
     return list(_uses(expr).globals.values())
 
 

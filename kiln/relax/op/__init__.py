@@ -1,7 +1,7 @@
 """Graph-level operators: ``relax.op.add(x, y)`` builds a call; its record (`OpDef`, in
 `relax.op.registry`) says how to infer, legalize and fuse it."""
 
-from kiln.relax.op import nn
+from kiln.relax.op import memory, nn
 from kiln.relax.op.binary import (
     add,
     divide,
@@ -23,6 +23,7 @@ from kiln.relax.op.binary import (
 )
 from kiln.relax.op.builtin import (
     call_dps_packed,
+    call_lowered,
     call_packed,
     call_pure_packed,
     call_tir,
@@ -72,5 +73,6 @@ from kiln.relax.op.unary import (
     sqrt,
     tanh,
 )
+from kiln.relax.op.vm import call_builtin_with_ctx, null_value
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,15 +1,36 @@
 """Graph-level passes, one per file (each maps an IRModule to an IRModule)."""
 
+from kiln.relax.transform.attach_global_symbol import AttachGlobalSymbol
+from kiln.relax.transform.call_shape_functions import CallShapeFunctions
+from kiln.relax.transform.call_tir_rewrite import CallTIRRewrite
 from kiln.relax.transform.canonicalize_bindings import CanonicalizeBindings
 from kiln.relax.transform.dead_code_elimination import DeadCodeElimination
+from kiln.relax.transform.fuse_ops import FuseOps
+from kiln.relax.transform.lambda_lift import LambdaLift
 from kiln.relax.transform.legalize_ops import LegalizeOps
+from kiln.relax.transform.lower_te import LowerTE
 from kiln.relax.transform.normalize import Normalize
+from kiln.relax.transform.partition_for_compiler import ChainPattern, PartitionForCompiler
+from kiln.relax.transform.static_plan_block_memory import StaticPlanBlockMemory
 from kiln.relax.transform.to_non_dataflow import ToNonDataflow
+from kiln.relax.transform.vm_builtin_lower import VMBuiltinLower
+from kiln.relax.transform.vm_shape_lower import VMShapeLower
 
 __all__ = [
+    "AttachGlobalSymbol",
+    "CallShapeFunctions",
+    "CallTIRRewrite",
     "CanonicalizeBindings",
+    "ChainPattern",
     "DeadCodeElimination",
+    "FuseOps",
+    "LambdaLift",
     "LegalizeOps",
+    "LowerTE",
     "Normalize",
+    "PartitionForCompiler",
+    "StaticPlanBlockMemory",
     "ToNonDataflow",
+    "VMBuiltinLower",
+    "VMShapeLower",
 ]

@@ -1,0 +1,96 @@
+"""`kiln.compile` / `kiln.load`: a model object you call with arrays.
+
+    model = kiln.compile(mod)                 # an IRModule of R.functions (ONNX/torch: later)
+    model = kiln.compile(mod, external_codegens=["dnnl"])   # convolutions, matmuls: oneDNN
+    y = model(x, w)                           # calls its entry function ("main")
+    print(model.profile(x, w))                # per-kernel time table
+    path = model.export("model.so")           # one shared library
+    model = kiln.load("model.so")             # in any process: runtime modules only
+
+`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). A process that
+must not load the compiler at all runs an exported library with the runtime alone:
+``VirtualMachine(kiln.runtime.load_module(path))``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kiln.driver.relax_build import build
+from kiln.errors import KilnError
+from kiln.ir.module import IRModule
+from kiln.ir.target import Target
+from kiln.runtime import VirtualMachine, load_module
+from kiln.runtime.tensor import Device
+from kiln.runtime.vm import ProfileReport
+from kiln.runtime.vm_export import load_executable
+from kiln.runtime.vm_format import Executable
+
+
+class CompiledModel:
+    """A VM executable and the machine running it; calling it calls the entry function."""
+
+    def __init__(self, executable: Executable, device: Device | None = None, entry: str = "main"):
+        self.executable = executable
+        self.vm = VirtualMachine(executable, device)
+        if entry not in self.vm:
+            raise KilnError(
+                f"the model has no function {entry!r} to call; its functions are "
+                f"{', '.join(self.vm.names) or 'none'}"
+            )
+        self.entry = entry
+        self._call = self.vm[entry]
+
+    def __call__(self, *args: Any) -> Any:
+        return self._call(*args)
+
+    def __getitem__(self, name: str) -> Any:
+        """Another function of the model, by name."""
+        return self.vm[name]
+
+    @property
+    def exec_mode(self) -> str:
+        return self.executable.exec_mode
+
+    def profile(self, *args: Any) -> ProfileReport:
+        """Call the entry function once; where the time went, per kernel (print it)."""
+        return self.vm.profile(self.entry, *args)
+
+    def export(self, path: str | os.PathLike[str]) -> Path:
+        """Write the model as one shared library (load it back with `kiln.load`)."""
+        return self.executable.export_library(path)
+
+    def __repr__(self) -> str:
+        return f"<kiln model {self.entry}({', '.join(self._call.params)}), {self.exec_mode} mode>"
+
+
+def compile(  # noqa: A001 - the public name kiln.compile
+    obj: Any,
+    target: str | Target = "c",
+    exec_mode: str = "compiled",
+    *,
+    entry: str = "main",
+    device: Device | None = None,
+    external_codegens: Sequence[str] = (),
+) -> CompiledModel:
+    """Compile a model for ``target`` and load it (see the module docstring); the subgraphs
+    that the external codegens named in ``external_codegens`` support go to them."""
+    if not isinstance(obj, IRModule):
+        raise KilnError(
+            f"kiln.compile takes an IRModule of R.functions for now, got {type(obj).__name__} "
+            "(ONNX and torch inputs come with the frontends)"
+        )
+    ex = build(obj, target, exec_mode, external_codegens=external_codegens)
+    return CompiledModel(ex, device, entry)
+
+
+def load(
+    path: str | os.PathLike[str], device: Device | None = None, entry: str = "main"
+) -> CompiledModel:
+    """A model exported with `CompiledModel.export` (or `Executable.export_library`)."""
+    if not Path(path).is_file():
+        raise KilnError(f"kiln.load: no file {str(path)!r}")
+    return CompiledModel(load_executable(load_module(path)), device, entry)

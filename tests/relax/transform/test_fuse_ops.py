@@ -1,0 +1,179 @@
+"""FuseOps: groups by fusion pattern (injective chains, reductions with their producers, an
+anchor with its element-wise epilogue), never two anchors, never across an opaque op; the
+refusals are named under KILN_DEBUG=1; fused functions compute what the unfused graph does."""
+
+# ruff: noqa: F841 - names in R scripts are script variables, not Python locals
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kiln.relax import Function
+from kiln.relax.analysis.well_formed import verify_module
+from kiln.relax.transform import FuseOps, LegalizeOps, LowerTE
+from kiln.script import ir as I
+from kiln.script import relax as R
+from tests.relax.executor import run as run_legalized
+from tests.relax.transform.lowered import run as run_lowered
+
+
+def fused(mod) -> dict[str, Function]:
+    return {gv.name_hint: f for gv, f in mod.items() if f.get_attr("Primitive")}
+
+
+def calls(func) -> list[str]:
+    """The callee names of the bindings of ``func`` (ops by short name, functions by name)."""
+    out = []
+    for block in func.body.blocks:
+        for b in block.bindings:
+            op = getattr(b.value, "op", None)
+            name = getattr(op, "name", None) or getattr(op, "name_hint", None)
+            if name is not None:
+                out.append(name.removeprefix("relax."))
+    return out
+
+
+@I.ir_module
+class ConvBlock:
+    @R.function
+    def main(
+        x: R.Tensor((1, 8, 10, 10), "float32"),
+        w: R.Tensor((8, 8, 3, 3), "float32"),
+        b: R.Tensor((1, 8, 1, 1), "float32"),
+    ):
+        with R.dataflow():
+            c = R.nn.conv2d(x, w, padding=1)
+            a = R.add(c, b)
+            y = R.nn.relu(a)
+            z = R.add(y, x)
+            R.output(z)
+        return z
+
+
+def test_anchor_takes_bias_activation_and_residual() -> None:
+    mod = FuseOps()(ConvBlock)
+    verify_module(mod)
+    prims = fused(mod)
+    assert list(prims) == ["fused_conv2d_add_relu_add"]
+    f = prims["fused_conv2d_add_relu_add"]
+    assert f.get_attr("Primitive") == 1 and f.is_private
+    assert calls(f) == ["nn.conv2d", "add", "nn.relu", "add"]
+    assert calls(mod["main"]) == ["fused_conv2d_add_relu_add"]
+    assert [p.name_hint for p in f.params] == ["x", "w", "b"]
+
+
+@I.ir_module
+class Mixed:
+    @R.function
+    def main(x: R.Tensor((4, 16), "float32"), w: R.Tensor((8, 16), "float32")):
+        with R.dataflow():
+            e = R.exp(x)
+            s = R.multiply(e, e)
+            r = R.sum(s, axis=1)
+            h = R.linear(x, w)
+            g = R.nn.relu(h)
+            m = R.matmul(g, R.permute_dims(g))
+            p = R.nn.softmax(m)
+            q = R.add(p, p)
+            R.output(r, q)
+        return (r, q)
+
+
+def test_patterns_group_as_the_records_say(capsys: pytest.CaptureFixture[str]) -> None:
+    mod = FuseOps()(Mixed)
+    verify_module(mod)
+    assert calls(mod["main"]) == [
+        "fused_exp_multiply_sum",
+        "fused_permute_dims",
+        "fused_matmul_relu",  # linear's add(bias) is absent: no bias given
+        "fused_permute_dims_1",
+        "fused_matmul",  # never two anchors: g feeds two consumers
+        "fused_softmax",  # an opaque op stands alone
+        "fused_add",  # and nothing fuses across it
+    ]
+
+
+def test_refusals_are_named_under_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KILN_DEBUG", "1")
+    FuseOps()(Mixed)
+    err = capsys.readouterr().err
+    assert "FuseOps: softmax (p) not fused with group fused_matmul: an opaque operator" in err
+    assert "FuseOps: add (q) not fused with group fused_softmax: an opaque operator" in err
+    assert "matmul (m) not fused with group fused_matmul_relu: an anchor" in err
+
+
+def test_an_anchor_value_used_twice_keeps_its_epilogue_apart(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((4, 4), "float32")):
+            with R.dataflow():
+                m = R.matmul(x, x)
+                a = R.nn.relu(m)
+                b = R.add(a, m)
+                R.output(b)
+            return b
+
+    monkeypatch.setenv("KILN_DEBUG", "1")
+    mod = FuseOps()(Module)
+    assert calls(mod["main"]) == ["fused_matmul", "fused_relu_add"]
+    assert "also used elsewhere (it is written once)" in capsys.readouterr().err
+
+
+def test_equal_groups_get_distinct_names_and_constants_become_parameters() -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((3,), "float32")):
+            with R.dataflow():
+                a = R.add(x, R.const([1.0, 2.0, 3.0], "float32"))
+                b = R.nn.softmax(a)
+                c = R.add(b, x)
+                R.output(c)
+            return c
+
+    mod = FuseOps()(Module)
+    verify_module(mod)
+    assert list(fused(mod)) == ["fused_add", "fused_softmax", "fused_add_1"]
+    assert len(fused(mod)["fused_add"].params) == 2
+
+
+def test_only_dataflow_blocks_are_fused() -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((3,), "float32")):
+            a = R.add(x, x)
+            b = R.exp(a)
+            return b
+
+    assert FuseOps()(Module) is Module
+
+
+def test_multi_output_group_and_reordering_keep_the_function_equivalent() -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 6), "float32")):
+            with R.dataflow():
+                a = R.exp(x)
+                s = R.nn.softmax(a)  # reads a between a and its group's next member
+                b = R.multiply(a, x)
+                parts = R.split(b, 2, axis=1)
+                c = R.add(parts[0], parts[1])
+                R.output(s, c)
+            return (s, c)
+
+    mod = FuseOps()(Module)
+    verify_module(mod)
+    assert calls(mod["main"])[0] == "fused_exp_multiply_split_add"
+    x = np.linspace(-1, 1, 12, dtype="float32").reshape(2, 6)
+    want = run_legalized(LegalizeOps()(Module), "main", x)
+    got = run_lowered(LowerTE("m")(mod), "main", x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
