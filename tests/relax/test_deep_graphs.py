@@ -13,7 +13,7 @@ import kiln
 import kiln.script
 from kiln import relax, te, tir
 from kiln.relax import op as R
-from kiln.relax.analysis.well_formed import verify_module
+from kiln.relax.analysis.well_formed import verify_module, well_formed_errors
 from kiln.relax.transform import FuseOps, Normalize
 from kiln.relax.transform.fuse_ops import MAX_FUSED_OPS
 
@@ -81,3 +81,21 @@ def test_schedule_of_a_te_graph_two_thousand_stages_deep() -> None:
     s = te.create_schedule(stages[-1].op)
     assert [st.op for st in s.stages] == [t.op for t in stages]  # producers first
     assert s[stages[-1]].is_output and not s[stages[1]].is_output
+
+
+def test_hand_built_nested_body_prints_verifies_and_normalizes() -> None:
+    """A body that is not in A-normal form (a call nested 2,000 deep, built without the
+    BlockBuilder): printed, reported by the verifier, made A-normal by Normalize."""
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    body = reduce(lambda e, _: R.add(e, x), range(DEPTH), x)
+    func = relax.Function((x,), relax.SeqExpr((), body), relax.TensorStructInfo((4,), "float32"))
+    mod = kiln.ir.IRModule({kiln.ir.GlobalVar("main"): func})
+    assert func.script().count("R.add(") == DEPTH
+    errors = well_formed_errors(mod)
+    assert errors[0] == "main: the body of a sequence is not a leaf: Call"
+    assert errors[1:] == ["main: an argument of a call of relax.add is not a leaf (Call)"] * (
+        DEPTH - 1
+    )
+    normal = Normalize()(mod)
+    verify_module(normal)
+    assert sum(len(b.bindings) for b in normal["main"].body.blocks) == DEPTH
