@@ -8,10 +8,12 @@ from __future__ import annotations
 from functools import reduce
 
 import numpy as np
+import pytest
 
 import kiln
 import kiln.script
 from kiln import relax, te, tir
+from kiln.errors import ScriptError
 from kiln.relax import op as R
 from kiln.relax.analysis.well_formed import verify_module, well_formed_errors
 from kiln.relax.transform import FuseOps, Normalize
@@ -99,3 +101,24 @@ def test_hand_built_nested_body_prints_verifies_and_normalizes() -> None:
     normal = Normalize()(mod)
     verify_module(normal)
     assert sum(len(b.bindings) for b in normal["main"].body.blocks) == DEPTH
+
+
+_R_HEAD = (
+    "@I.ir_module\nclass M:\n    @R.function\n"
+    '    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):\n'
+)
+
+
+def test_r_expression_two_thousand_operators_long_parses() -> None:
+    text = _R_HEAD + "        y = " + " + ".join(["x"] * (DEPTH + 1)) + "\n        return y\n"
+    main = kiln.script.from_source(text, "sum.py")["main"]
+    assert sum(len(b.bindings) for b in main.body.blocks) == DEPTH  # one per +
+
+
+def test_r_call_nested_past_pythons_parser_is_a_script_error_naming_the_limit() -> None:
+    nested = reduce(lambda e, _: f"R.add({e}, x)", range(DEPTH), "x")
+    text = _R_HEAD + f"        y = {nested}\n        return y\n"
+    with pytest.raises(ScriptError, match="too many nested parentheses .*allows 200 levels") as e:
+        kiln.script.from_source(text, "nested.py")
+    assert e.value.span is not None and e.value.span.line == 5
+    assert "RecursionError" not in str(e.value) and len(str(e.value)) < 1_000
