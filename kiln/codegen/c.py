@@ -42,6 +42,7 @@ from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
 from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
 from kiln.errors import CodegenError
+from kiln.ir.deep import descend
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
@@ -264,7 +265,7 @@ class CodeGenC(CExprEmitter):
             if fn is None:
                 raise CodegenError(f"the C backend cannot emit statement {type(s).__name__}")
             self._stmt_dispatch[type(s)] = fn
-        fn(s)
+        descend(self, fn, s)
 
     def stmt_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.seq:
