@@ -42,7 +42,6 @@ from kiln.topi.generic.graph import recompute_for, rfactor
 from kiln.topi.generic.injective import schedule_injective
 from kiln.topi.generic.reduction import schedule_reduce
 
-
 NS_EXP_PASS = 0.35
 """Estimated one-core time per element of softmax's first row pass (``max``, then
 ``exp(x - max)`` stored): measured 128x1024 softmax in 50-60 us on one core, both passes."""

@@ -60,8 +60,6 @@ def pick_parallel(stage: Stage, loops: list[AxisVar]) -> AxisVar:
     return max(zip(loops, extents), key=lambda p: p[1] or 0)[0]
 
 
-
-
 def vectorize(stage: Stage, axis: AxisVar) -> None:
     """Vectorize ``axis`` as explicit vector code."""
     stage.vectorize(axis)

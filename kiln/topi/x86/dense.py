@@ -29,6 +29,8 @@ from typing import Any
 from kiln import te
 from kiln.te import Schedule, Stage, Tensor
 from kiln.tir.expr import Min, convert
+from kiln.topi.generic.common import inner_points, leaf_extent
+from kiln.topi.generic.graph import pad_axis, pad_axis_with_zeros
 from kiln.topi.nn.dense import (
     BATCH_MATMUL,
     DENSE,
@@ -41,8 +43,6 @@ from kiln.topi.nn.dense import (
 from kiln.topi.nn.dense import batch_matmul as nn_batch_matmul
 from kiln.topi.nn.dense import dense as nn_dense
 from kiln.topi.nn.dense import matmul as nn_matmul
-from kiln.topi.generic.common import inner_points, leaf_extent
-from kiln.topi.generic.graph import pad_axis, pad_axis_with_zeros
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int
 from kiln.topi.x86 import common
