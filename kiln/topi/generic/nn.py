@@ -69,25 +69,43 @@ def row_loops(stage: Stage, lanes: int, ns_per_element: float) -> AxisVar:
     return row
 
 
+FINAL_LANES = 4
+"""Partial results of a row reduction are folded ``FINAL_LANES`` at a time before the last
+scalar fold (see `reduce_in_row`)."""
+
+
 def reduce_in_row(sch: Schedule, red: Tensor, host: Stage, at: AxisVar, lanes: int) -> Stage:
     """Compute the row reduction ``red`` inside ``host``'s loop ``at`` with ``lanes`` vector
     accumulators; returns the stage that now reads ``red``'s inputs (its rfactor stage, or
-    itself)."""
+    itself).
+
+    NOTE: the ``lanes`` partial results are folded in two steps, ``FINAL_LANES`` at a time and
+    then one by one: a single scalar fold of 32 partials is a chain of 32 dependent adds per
+    row, measured 4 us of 128x1024 softmax's 53 us on one Zen 4 core.
+    """
     stage = sch[red]
     op = stage.op
     assert isinstance(op, ComputeOp)
     k_ext = extent(op.reduce_axis[-1])
     rf = rfactor(sch, red, lanes) if k_ext is None or k_ext >= 2 * lanes else None
+    fold = None
+    if rf is not None and lanes >= 4 * FINAL_LANES:
+        fold = rfactor(sch, red, FINAL_LANES)
     stage.compute_at(host, at)
     if rf is None:
         return stage
-    rst = sch[rf]
-    rop = rst.op
-    assert isinstance(rop, ComputeOp)
-    rst.reorder(*rop.axis[:-1], *rop.reduce_axis, rop.axis[-1])
-    rst.vectorize(rop.axis[-1])
-    rst.compute_at(stage, op.axis[-1])
-    return rst
+    inner, row = stage, op.axis[-1]
+    for t in (fold, rf):
+        if t is None:
+            continue
+        rst = sch[t]
+        rop = rst.op
+        assert isinstance(rop, ComputeOp)
+        rst.reorder(*rop.axis[:-1], *rop.reduce_axis, rop.axis[-1])
+        rst.vectorize(rop.axis[-1])
+        rst.compute_at(inner, row)
+        inner, row = rst, rop.axis[-2]  # the row axis of the partials, outside their lanes
+    return inner
 
 
 def _fallback(sch: Schedule, out: Tensor, ctx: ScheduleContext, parts: dict[str, Tensor]) -> None:
