@@ -11,6 +11,7 @@ import kiln
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
 from kiln.ir import Target
+from kiln.tir.attrs import PARALLEL_GRAIN
 from kiln.topi.generic import recompute_for, rfactor
 from kiln.topi.generic.common import ACCUMULATOR_VECTORS, SCHEDULES, ScheduleContext
 from tests.topi.conftest import allocations_of, loops_of
@@ -152,3 +153,22 @@ def test_schedule_for_rejects_non_compute_outputs() -> None:
         topi.schedule_for(x)
     with pytest.raises(IRValueError, match=r"schedule_for: needs at least one output"):
         topi.schedule_for([])
+
+
+def test_symbolic_stage_runs_in_parallel_above_a_grain() -> None:
+    """A symbolic row count cannot be judged when scheduling: the parallel loop carries a grain,
+    printed as OpenMP's ``if`` clause (one thread below it); both sides compute the same."""
+
+    n = te.size_var("n")
+    x = te.placeholder((n, 64), name="x")
+    y = topi.exp(x)
+    f = _lower(y, [x])
+    (par,) = [lp for lp in loops_of(f) if lp.kind == tir.ForKind.PARALLEL]
+    grain = par.annotations[PARALLEL_GRAIN]
+    assert 1 < grain < 1 << 20
+    fn = kiln.build_op(y, [x, y])
+    for rows in (1, 3 * grain):
+        a = np.random.default_rng(rows).standard_normal((rows, 64)).astype("float32")
+        out = np.zeros_like(a)
+        fn(a, out)
+        np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)
