@@ -44,6 +44,9 @@ over 16 / 128 / 512 rows of 1024, 8.8 / 63 / 261 us on 1 thread, 28 / 86 / 299 u
 costs 10-20 us there, and on a loaded machine the second core is often not free at all. Below
 about 100 us of work a second thread is a gamble that loses more often than it wins; the
 schedules below keep such nests on one thread (2 threads are then never slower than 1).
+Spin-waiting instead (``GOMP_SPINCOUNT=20000``, no wait policy) was measured in the same runs
+(load average 14): every kernel on 2 threads took 1-3 ms instead of 10-200 us, since a spinning
+worker holds a core the other processes want, so `kiln.config` keeps ``passive``.
 """
 
 NS_PER_ELEMENT = 0.2
