@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-LIBS = ("kiln", "numpy", "torch")
+LIBS = ("kiln", "numpy", "torch", "onnxruntime")
 ROUNDS = 5
 ALL_CASES = ("matmul", "conv2d", "fused", "softmax", "layer_norm")
 MATMULS = ((64, 256, 512), (512, 512, 512), (1024, 1024, 1024))
@@ -179,6 +179,60 @@ def torch_call(case: str, arrays: list[Any]) -> Callable[[], Any]:
     return calls[case]
 
 
+def ort_model(case: str, arrays: list[Any]) -> Any:
+    """A one-operator ONNX model (opset 17) computing ``case`` on inputs shaped like
+    ``arrays`` (the weights of matmul and conv2d are inputs, as in kiln's kernels)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    f32 = TensorProto.FLOAT
+    names = [f"x{i}" for i in range(len(arrays))]
+    inputs = [helper.make_tensor_value_info(n, f32, a.shape) for n, a in zip(names, arrays)]
+    inits: list[Any] = []
+    if case == "matmul":
+        nodes = [helper.make_node("MatMul", names, ["y"])]
+    elif case == "conv2d":
+        nodes = [helper.make_node("Conv", names, ["y"], pads=[1, 1, 1, 1])]
+    elif case == "softmax":
+        nodes = [helper.make_node("Softmax", names, ["y"], axis=1)]
+    elif case == "layer_norm":
+        n = arrays[0].shape[1]
+        inits = [numpy_helper.from_array(np.ones(n, "float32"), "g")]
+        inits.append(numpy_helper.from_array(np.zeros(n, "float32"), "b"))
+        nodes = [helper.make_node("LayerNormalization", ["x0", "g", "b"], ["y"], axis=-1)]
+    else:
+        inits = [numpy_helper.from_array(np.array(v, "float32"), k) for k, v in FUSED_CONSTS]
+        nodes = [
+            helper.make_node("Mul", ["x0", "a"], ["t0"]),
+            helper.make_node("Add", ["t0", "b"], ["t1"]),
+            helper.make_node("Relu", ["t1"], ["t2"]),
+            helper.make_node("ReduceSum", ["t2"], ["y"], keepdims=0),
+        ]
+    out = helper.make_tensor_value_info("y", f32, None)
+    graph = helper.make_graph(nodes, case, inputs, [out], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+FUSED_CONSTS = (("a", 1.5), ("b", -0.25))
+
+
+def ort_call(case: str, arrays: list[Any], threads: int) -> Callable[[], Any]:
+    """onnxruntime's session for ``case`` on ``threads`` intra-op threads (its defaults
+    otherwise: spinning pool threads), run through an I/O binding (inputs bound once)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    model = ort_model(case, arrays).SerializeToString()
+    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    binding = sess.io_binding()
+    for i, a in enumerate(arrays):
+        binding.bind_cpu_input(f"x{i}", a)
+    binding.bind_output("y", "cpu")
+    return lambda: sess.run_with_iobinding(binding)
+
+
 # -- cases -----------------------------------------------------------------------------------------
 def numpy_matmul(a: Any, b: Any) -> Callable[[], Any]:
     """numpy's ``a @ b`` into a preallocated output."""
@@ -189,6 +243,8 @@ def numpy_matmul(a: Any, b: Any) -> Callable[[], Any]:
 
 
 def _call(lib: str, case: str, arrays: list[Any], ref: Callable[[], Any] | None) -> Any:
+    if lib == "onnxruntime":
+        return ort_call(case, arrays, int(os.environ["OMP_NUM_THREADS"]))
     if lib == "torch":
         return torch_call(case, arrays)
     if case == "matmul":
@@ -300,7 +356,7 @@ def run_worker(lib: str, threads: int, args: argparse.Namespace) -> list[dict[st
         proc = subprocess.run(cmd, env=thread_env(lib, threads), capture_output=True, text=True)
         share = others_share(before, time.perf_counter() - t0, _children_cpu() - cpu0)
         if proc.returncode != 0:
-            if lib == "torch" and "No module named 'torch'" in proc.stderr:
+            if lib in ("torch", "onnxruntime") and "No module named" in proc.stderr:
                 return []
             sys.stderr.write(proc.stderr)
             raise SystemExit(f"the {lib} worker ({threads} threads) failed ({proc.returncode})")
@@ -324,7 +380,7 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     flops: dict[str, float] = {}
     for _ in range(ROUNDS):
         for threads in (int(t) for t in args.threads.split(",")):
-            for lib in LIBS:
+            for lib in args.libs.split(","):
                 for r in run_worker(lib, threads, args):
                     flops[r["case"]] = r["flops"]
                     key = (r["case"], threads)
@@ -355,12 +411,15 @@ def _ratio(row: dict[str, Any], lib: str) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """A markdown table: throughput (or time) per library and kiln's speed relative to each."""
-    lines = ["| case | threads | kiln | numpy | torch | kiln vs numpy | kiln vs torch |"]
-    lines.append("|" + "---|" * 7)
+    """A markdown table: throughput (or time) per library and kiln's speed relative to each
+    (libraries without a single row are left out)."""
+    libs = [lib for lib in LIBS if any(lib in r["times"] for r in rows)]
+    others = [lib for lib in libs if lib != "kiln"]
+    head = ["case", "threads", *libs, *(f"kiln vs {lib}" for lib in others)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["case"], str(r["threads"]), *(_cell(r, lib) for lib in LIBS)]
-        cells += [_ratio(r, "numpy"), _ratio(r, "torch")]
+        cells = [r["case"], str(r["threads"]), *(_cell(r, lib) for lib in libs)]
+        cells += [_ratio(r, lib) for lib in others]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -412,6 +471,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=30, help="timed calls per library and case")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls first (per round)")
     p.add_argument("--cases", default=",".join(ALL_CASES), help=",".join(ALL_CASES))
+    p.add_argument("--libs", default=",".join(LIBS), help=",".join(LIBS))
     p.add_argument("--readme", type=Path, help="write the table into this markdown file")
     p.add_argument("--target", default="c", help="kiln's target (default c: the host CPU)")
     p.add_argument(

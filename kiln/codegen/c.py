@@ -49,7 +49,7 @@ from kiln.ir.module import IRModule
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
-from kiln.tir.attrs import NO_ERROR, NOALIAS, STACK_ALLOC_BYTES
+from kiln.tir.attrs import NO_ERROR, NOALIAS, PARALLEL_GRAIN, STACK_ALLOC_BYTES
 from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
@@ -466,6 +466,14 @@ class CodeGenC(CExprEmitter):
             return f"#pragma GCC unroll {min(max(n, 1), 65534)}"
         return None
 
+    def parallel_pragma(self, s: S.For) -> str:
+        """The OpenMP pragma of parallel loop ``s``: with an ``if`` clause when the loop carries
+        a grain (`kiln.tir.attrs.PARALLEL_GRAIN`: below that trip count, one thread)."""
+        grain = s.annotations.get(PARALLEL_GRAIN)
+        if grain is None:
+            return self.PARALLEL_PRAGMA
+        return f"{self.PARALLEL_PRAGMA} if({self.expr(s.extent)} >= {int(grain)})"
+
     def parallel_loop(self, s: S.For, head: str) -> None:
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
@@ -480,7 +488,7 @@ class CodeGenC(CExprEmitter):
         if ex.used:
             self.emit(f"void* volatile {slot} = NULL;")
         first, last = self.mark_loop(s)
-        self.emit(self.PARALLEL_PRAGMA)
+        self.emit(self.parallel_pragma(s))
         self.emit(head + first)
         if ex.used:
             self.emit(f"{self.INDENT}if ({slot} != NULL) continue;")
