@@ -54,11 +54,29 @@ class ScriptError(KilnError, SyntaxError):
             return head
         end_col = getattr(span, "end_column", col + 1) or col + 1
         width = max(1, end_col - col) if getattr(span, "end_line", line) == line else 1
-        caret = " " * max(0, col - 1) + "^" * width
+        text, start, width = _window(text, max(0, col - 1), width)
+        caret = " " * start + "^" * width
         return f"{head}\n    {text}\n    {caret}"
 
     def __str__(self) -> str:
         return self._render()
+
+
+SHOWN_LINE = 120
+"""Widest source line a `ScriptError` shows; a longer one is cut around the error, with ``...``."""
+
+
+def _window(text: str, start: int, width: int) -> tuple[str, int, int]:
+    """``text`` cut to at most `SHOWN_LINE` characters around ``[start, start + width)``; returns
+    the shown text and the caret's start and width within it."""
+    if len(text) <= SHOWN_LINE:
+        return text, start, width
+    width = min(width, SHOWN_LINE // 2)
+    lo = max(0, start - (SHOWN_LINE - width) // 2)
+    hi = min(len(text), lo + SHOWN_LINE)
+    lo = max(0, hi - SHOWN_LINE)
+    head, tail = ("..." if lo > 0 else ""), ("..." if hi < len(text) else "")
+    return head + text[lo:hi] + tail, len(head) + start - lo, width
 
 
 class PassError(KilnError):

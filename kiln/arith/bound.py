@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
+from kiln.ir.deep import DeepWalker, descend
 from kiln.ir.dtype import DataType
 from kiln.tir.expr import (
     CMP_OPS,
@@ -301,7 +302,7 @@ _BINARY: dict[type, Callable[[ConstIntBound, ConstIntBound], ConstIntBound]] = {
 _BOOL_RESULT = (*CMP_OPS, And, Or, Not)
 
 
-class BoundAnalyzer:
+class BoundAnalyzer(DeepWalker):
     """Computes `ConstIntBound`s of expressions under known variable bounds (memoized).
 
     ``var_bounds`` maps a `Var` (by identity) to its interval. A variable without an entry has
@@ -337,7 +338,7 @@ class BoundAnalyzer:
         """The bound of ``e`` (see the module docstring for the guarantee)."""
         hit = self._memo.get(e)
         if hit is None:
-            hit = self._compute(e)
+            hit = descend(self, self._compute, e)
             self._memo[e] = hit
         return hit
 
@@ -348,7 +349,8 @@ class BoundAnalyzer:
         op = _BINARY.get(type(e))
         if op is None or not e.dtype.is_int:
             return self.bound(e)
-        return op(self.exact(e.a), self.exact(e.b))  # type: ignore[attr-defined]
+        a, b = descend(self, self.exact, e.a), descend(self, self.exact, e.b)  # type: ignore
+        return op(a, b)
 
     def may_overflow(self, e: PrimExpr) -> bool:
         """Whether the signed scalar operation at the top of ``e`` can leave its dtype's range

@@ -17,7 +17,10 @@ of accepted rewrites) are trusted: they do not overflow wherever the input does 
 Unchanged subtrees keep their identity; an expression that is already simple comes back as the
 same object. A cap on rule applications (`MAX_STEPS`) makes termination unconditional; hitting
 it sets ``hit_step_limit`` and returns an equal expression. An expression nested deeper than
-Python's recursion limit allows comes back unchanged.
+Python's recursion limit allows (a chain of a few hundred additions) comes back unchanged: the
+rewrite driver and linear forms recurse once per level, and their cost grows with the square of
+the depth, so deep trees are not worth walking. Bound analysis (`const_int_bound`) has no such
+limit (it walks through `kiln.ir.deep`).
 """
 
 from __future__ import annotations

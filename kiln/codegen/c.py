@@ -42,13 +42,14 @@ from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
 from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
 from kiln.errors import CodegenError
+from kiln.ir.deep import descend
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
-from kiln.tir.attrs import NO_ERROR, NOALIAS, STACK_ALLOC_BYTES
+from kiln.tir.attrs import NO_ERROR, NOALIAS, PARALLEL_GRAIN, STACK_ALLOC_BYTES
 from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
@@ -264,7 +265,7 @@ class CodeGenC(CExprEmitter):
             if fn is None:
                 raise CodegenError(f"the C backend cannot emit statement {type(s).__name__}")
             self._stmt_dispatch[type(s)] = fn
-        fn(s)
+        descend(self, fn, s)
 
     def stmt_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.seq:
@@ -465,6 +466,14 @@ class CodeGenC(CExprEmitter):
             return f"#pragma GCC unroll {min(max(n, 1), 65534)}"
         return None
 
+    def parallel_pragma(self, s: S.For) -> str:
+        """The OpenMP pragma of parallel loop ``s``: with an ``if`` clause when the loop carries
+        a grain (`kiln.tir.attrs.PARALLEL_GRAIN`: below that trip count, one thread)."""
+        grain = s.annotations.get(PARALLEL_GRAIN)
+        if grain is None:
+            return self.PARALLEL_PRAGMA
+        return f"{self.PARALLEL_PRAGMA} if({self.expr(s.extent)} >= {int(grain)})"
+
     def parallel_loop(self, s: S.For, head: str) -> None:
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
@@ -479,7 +488,7 @@ class CodeGenC(CExprEmitter):
         if ex.used:
             self.emit(f"void* volatile {slot} = NULL;")
         first, last = self.mark_loop(s)
-        self.emit(self.PARALLEL_PRAGMA)
+        self.emit(self.parallel_pragma(s))
         self.emit(head + first)
         if ex.used:
             self.emit(f"{self.INDENT}if ({slot} != NULL) continue;")

@@ -24,6 +24,7 @@ from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_prelude import Prelude, storage_float_suffix
 from kiln.errors import CodegenError
+from kiln.ir.deep import DeepWalker, descend
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.op import Op
@@ -50,7 +51,7 @@ SCALAR_C_TYPES: dict[str, str] = {
 }
 
 
-class CExprEmitter(ABC):
+class CExprEmitter(DeepWalker, ABC):
     """Expression printing for C-like targets (see module docstring)."""
 
     BINOPS: ClassVar[dict[type, str]] = {
@@ -154,7 +155,7 @@ class CExprEmitter(ABC):
             if fn is None:
                 raise CodegenError(f"the C backend cannot emit expression {type(e).__name__}")
             self._expr_dispatch[type(e)] = fn
-        return fn(e)
+        return descend(self, fn, e)
 
     # -- leaves -----------------------------------------------------------------------------
     def expr_Var(self, v: E.Var) -> str:
@@ -408,6 +409,17 @@ class CExprEmitter(ABC):
         if e.dtype.lanes > 1 and c.dtype.lanes > 1:
             return self.expr_Select(E.Select(c, t, f))
         return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
+
+    def call_vector_all(self, e: E.Call) -> str:
+        """``tir.vector_all(mask)``: 1 when every lane of the boolean vector is set."""
+        mask = e.args[0]
+        if mask.dtype.lanes == 1:
+            return f"({self.expr(mask)} != 0)"
+        m, r, lane = self.temp("m"), self.temp("r"), self.temp("l")
+        loop = (
+            f"for (int {lane} = 0; {lane} < {mask.dtype.lanes}; ++{lane}) {r} &= {m}[{lane}] != 0;"
+        )
+        return f"({{ __auto_type {m} = {self.expr(mask)}; int {r} = 1; {loop} {r}; }})"
 
     def call_likely(self, e: E.Call) -> str:
         return f"__builtin_expect(!!{self.expr(e.args[0])}, 1)"

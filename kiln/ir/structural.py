@@ -6,6 +6,7 @@ for the first time when ``map_free_vars`` is on) the two binders are paired, and
 must use the paired binder. A binder's name never matters. `GlobalVar`s compare by name; numpy
 arrays (graph-level constants) by dtype, shape and values (NaN equal to NaN).
 `structural_hash` is consistent with this: binders hash by their definition order.
+Both walk IR of any depth up to `kiln.ir.deep.MAX_NESTING`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kiln.ir.deep import DeepWalker, stack_safe
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Attrs, Node
@@ -27,7 +29,7 @@ class _Mismatch(Exception):
         self.path, self.lhs, self.rhs, self.why = list(path), lhs, rhs, why
 
 
-class _Equal:
+class _Equal(DeepWalker):
     def __init__(self, map_free_vars: bool) -> None:
         self.map_free = map_free_vars
         self.l2r: dict[int, Any] = {}
@@ -105,6 +107,7 @@ class _Equal:
         inner_a, inner_b = getattr(a, via), getattr(b, via)
         return self.l2r.get(id(inner_a)) is inner_b
 
+    @stack_safe
     def node(self, a: Node, b: Node, define: bool) -> None:
         if isinstance(a, GlobalVar):
             if a.name_hint != b.name_hint:  # type: ignore[attr-defined]
@@ -199,7 +202,7 @@ def _show(x: Any) -> str:
     return repr(x)
 
 
-class _Hasher:
+class _Hasher(DeepWalker):
     def __init__(self, map_free_vars: bool) -> None:
         self.map_free = map_free_vars
         self.index: dict[int, int] = {}
@@ -228,6 +231,7 @@ class _Hasher:
         except TypeError:
             return hash(type(x).__name__)
 
+    @stack_safe
     def node(self, n: Node, define: bool) -> int:
         if isinstance(n, GlobalVar):
             return hash(("GlobalVar", n.name_hint))

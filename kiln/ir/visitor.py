@@ -4,6 +4,8 @@
 that has one (so a `Var` subclass reaches ``visit_Var``), else visits the children.
 `Mutator.visit(n)` returns ``n`` itself when nothing below changed, so callers detect a fixpoint
 with ``is``. Tuples and `FrozenMap` fields are walked element-wise; other values are left alone.
+Every ``visit`` is one nesting level of a `kiln.ir.deep` walk: IR nested thousands of levels
+deep is walked without `RecursionError` (the walk moves to a fresh stack where needed).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
+from kiln.ir.deep import PROBE_MASK, probed
 from kiln.ir.node import FrozenMap, Node
 
 
@@ -26,6 +29,8 @@ def _lookup(visitor: Any, cls: type) -> Callable[[Any], Any]:
 class Visitor:
     """Read-only traversal; override ``visit_<ClassName>`` and call ``generic_visit`` to recurse."""
 
+    _walk_depth = 0
+
     def __init__(self) -> None:
         self._dispatch: dict[type, Callable[[Any], Any]] = {}
 
@@ -34,7 +39,15 @@ class Visitor:
         if fn is None:
             fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
-        fn(n)
+        depth = self._walk_depth  # NOTE: `kiln.ir.deep.descend`, inlined (a call per node)
+        if depth & PROBE_MASK == PROBE_MASK:
+            probed(self, fn, depth, (n,))
+            return
+        self._walk_depth = depth + 1
+        try:
+            fn(n)
+        finally:
+            self._walk_depth = depth
 
     def generic_visit(self, n: Any) -> None:
         if isinstance(n, Node):
@@ -62,6 +75,8 @@ class Visitor:
 class Mutator:
     """Rewriting traversal that preserves identity of unchanged subtrees."""
 
+    _walk_depth = 0
+
     def __init__(self) -> None:
         self._dispatch: dict[type, Callable[[Any], Any]] = {}
 
@@ -70,7 +85,14 @@ class Mutator:
         if fn is None:
             fn = _lookup(self, type(n))
             self._dispatch[type(n)] = fn
-        return fn(n)
+        depth = self._walk_depth  # NOTE: `kiln.ir.deep.descend`, inlined (a call per node)
+        if depth & PROBE_MASK == PROBE_MASK:
+            return probed(self, fn, depth, (n,))
+        self._walk_depth = depth + 1
+        try:
+            return fn(n)
+        finally:
+            self._walk_depth = depth
 
     def generic_visit(self, n: Any) -> Any:
         if not isinstance(n, Node):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kiln.errors import IRError, IRValueError
+from kiln.ir.deep import DeepWalker, stack_safe
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.op import Op
 from kiln.relax.analysis.struct_info import (
@@ -94,7 +95,7 @@ def func_struct_info(func: BaseFunc) -> FuncStructInfo:
     return FuncStructInfo.opaque_func()
 
 
-class Normalizer:
+class Normalizer(DeepWalker):
     """Scopes, blocks and the normalization of expressions (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -177,8 +178,10 @@ class Normalizer:
         return var
 
     # -- normalization ---------------------------------------------------------------------------
+    @stack_safe
     def normalize(self, expr: Any) -> Any:
-        """``expr`` with struct info everywhere and leaf arguments (see the module docstring)."""
+        """``expr`` with struct info everywhere and leaf arguments (see the module docstring);
+        nested thousands of calls deep too (`kiln.ir.deep`)."""
         if isinstance(expr, (GlobalVar, Op)):
             return expr
         method = getattr(self, f"_n_{type(expr).__name__}", None)

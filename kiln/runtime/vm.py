@@ -7,7 +7,8 @@
 
 The VM itself is C (kiln/runtime/vm_c): ``vm["main"]`` is a tvm-ffi function whose call runs the
 bytecode interpreter, or the library's ``__vmtir__main``, without Python in between; the Python
-wrapper only converts the result. Function-table entries are resolved when the VM is created:
+wrapper only converts the result (and, when tvm-ffi cannot convert an argument, bridges or names
+it: `_call_bridged`). Function-table entries are resolved when the VM is created:
 kernels and ``__vmtir__`` functions from the executable's library, packed functions from the
 library or else the global tvm-ffi registry (so Python functions must be registered before).
 """
@@ -25,7 +26,7 @@ import tvm_ffi
 from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime.module import Module
 from kiln.runtime.ndarray import NDArray, wrap_result
-from kiln.runtime.tensor import Device, cpu, tensor
+from kiln.runtime.tensor import STORAGE_DTYPES, Device, array_tensor, cpu, tensor
 from kiln.runtime.vm_format import (
     VMTIR_PREFIX,
     DTypeConst,
@@ -40,6 +41,7 @@ from kiln.runtime.vm_runtime import load_vm_runtime
 _CPU = 1
 _TENSOR = tvm_ffi.Tensor
 _ARRAY = tvm_ffi.Array
+_CONVERSION_ERRORS = (BufferError, TypeError, ValueError)
 
 
 def _library_function(library: Any, name: str) -> tvm_ffi.Function | None:
@@ -136,7 +138,10 @@ class VMFunctionCaller:
         self.params = f.params
 
     def __call__(self, *args: Any) -> Any:
-        out = self._func(*args)
+        try:
+            out = self._func(*args)
+        except _CONVERSION_ERRORS as e:
+            out = self._call_bridged(args, e)
         # NOTE: the common cases inline (a call of wrap_result costs ~50 ns more).
         if type(out) is _TENSOR:
             return NDArray(out)
@@ -144,6 +149,59 @@ class VMFunctionCaller:
 
     def __repr__(self) -> str:
         return f"<VM function {self.name}({', '.join(self.params)})>"
+
+    def _call_bridged(self, args: tuple[Any, ...], error: BaseException) -> Any:
+        """Call again with the numpy arrays tvm-ffi refuses (read-only arrays, ml_dtypes storage
+        floats: numpy's DLPack 0.x export raises a `BufferError` that names nothing) passed
+        zero-copy through `array_tensor`; re-raise ``error``, naming the argument tvm-ffi cannot
+        convert when one is found, when there is nothing to bridge.
+
+        Invariant: the VM never ran when an argument here needed bridging (tvm-ffi converts every
+        argument before the call), so calling again runs it once."""
+        bridged = [_bridge(a) for a in args]
+        if any(b is not None for b in bridged):
+            args = tuple(a if b is None else b for a, b in zip(args, bridged))
+            try:
+                return self._func(*args)
+            except _CONVERSION_ERRORS as e:
+                error = e
+        if isinstance(error, BufferError) or not str(error).startswith(f"{self.name}: "):
+            for i, a in enumerate(args):
+                label = self.params[i] if i < len(self.params) else f"{i} (counting from 0)"
+                _name_unconvertible(self.name, f"argument {label}", a, error)
+        raise error
+
+
+def _bridge(value: Any) -> Any:
+    """``value`` with its read-only and storage-float numpy arrays (also inside tuples and lists)
+    made tvm-ffi tensors on the same memory, or None when it has none."""
+    if isinstance(value, np.ndarray):
+        if value.flags.writeable and value.dtype.name not in STORAGE_DTYPES:
+            return None
+        return array_tensor(value)
+    if isinstance(value, (tuple, list)):
+        items = [_bridge(v) for v in value]
+        if all(b is None for b in items):
+            return None
+        return tuple(v if b is None else b for v, b in zip(value, items))
+    return None
+
+
+def _name_unconvertible(fn: str, label: str, value: Any, error: BaseException) -> None:
+    """Raise ``error`` again naming ``label`` (or an item of it) if tvm-ffi cannot convert it."""
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _name_unconvertible(fn, f"{label}[{i}]", v, error)
+        return
+    if not hasattr(type(value), "__dlpack__") or isinstance(value, _TENSOR):
+        return
+    try:
+        tvm_ffi.from_dlpack(value)
+    except Exception as e:  # noqa: BLE001 - any failure of this argument is the answer
+        kind = type(error) if isinstance(error, (TypeError, ValueError)) else ValueError
+        raise kind(
+            f"{fn}: {label} ({type(value).__name__}) cannot be passed through DLPack: {e}"
+        ) from error
 
 
 class VirtualMachine:

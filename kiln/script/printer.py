@@ -14,12 +14,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kiln.ir.deep import stack_safe
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node
 from kiln.ir.structural import structural_equal
 from kiln.relax.expr import Function
-from kiln.script.printer_expr import STRICT, ExprPrinter, quote
+from kiln.script.printer_expr import EXPR_RESERVED, STRICT, ExprPrinter, ScriptNameSupply, quote
 from kiln.script.printer_relax import HEADER as RELAX_HEADER
 from kiln.script.printer_relax import RelaxPrinter, print_relax
 from kiln.script.tir_ns.frames import thread_attr_key
@@ -165,6 +166,7 @@ class Printer(ExprPrinter):
             self.defined(define, ind)
         self.block(s, ind)
 
+    @stack_safe
     def stmt(self, s: Stmt, ind: int, last: bool) -> Stmt | None:
         """Print one statement; a flat-printed scope returns its body for the caller to print."""
         method = getattr(self, f"s_{type(s).__name__}", None)
@@ -540,6 +542,9 @@ def script(node: Any, marks: dict[int, str] | None = None, **kwargs: Any) -> str
         p.declare_free(info, 0)
         p.block(node, 0)
     elif isinstance(node, (PrimExpr, Buffer)):
+        # NOTE: a lone expression is not a module: only T's name is taken (a buffer called I
+        # prints as I in error messages)
+        p.used = ScriptNameSupply([*EXPR_RESERVED])
         return p.expr(node)
     elif (text := print_relax(node)) is not None:
         return text

@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any
 
+from kiln.ir.deep import DeepWalker, stack_safe
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.names import NameSupply
@@ -80,7 +81,8 @@ _BINOPS: dict[type, tuple[str, int]] = {
     Or: ("or", OR),
 }
 _BINFUNCS: dict[type, str] = {Mod: "T.truncmod", Min: "T.min", Max: "T.max"}
-RESERVED = frozenset(keyword.kwlist) | {"T", "I", "range"}
+EXPR_RESERVED = frozenset(keyword.kwlist) | {"T"}
+RESERVED = EXPR_RESERVED | {"I", "range"}
 
 
 class ScriptNameSupply(NameSupply):
@@ -109,7 +111,7 @@ def dtype_ctor(dt: DataType) -> str | None:
     return f"T.{name}" if _IDENT.match(name) and not dt.is_handle and not dt.is_void else None
 
 
-class ExprPrinter:
+class ExprPrinter(DeepWalker):
     """Expression half of the printer; holds the naming state of one function."""
 
     def __init__(self, module_name: str = "Module") -> None:
@@ -212,6 +214,7 @@ class ExprPrinter:
     def expr(self, e: Any, ctx: Any = None) -> str:
         return self.pexpr(e, ctx)[0]
 
+    @stack_safe
     def pexpr(self, e: Any, ctx: Any = None) -> tuple[str, int]:
         """(text, precedence) of ``e``; ``ctx`` is the dtype a bare Python number would take."""
         if isinstance(e, Var):
@@ -364,6 +367,8 @@ class ExprPrinter:
             return f"{{{', '.join(kv)}}}"
         if isinstance(v, PrimExpr):
             return self.expr(v, STRICT)
+        if isinstance(v, GlobalVar):
+            return f"I.GlobalVar({quote(v.name_hint)})"
         if isinstance(v, Node):
             return self.expr(v)
         return repr(v)

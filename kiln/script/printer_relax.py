@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from kiln.ir.deep import stack_safe
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.op import Op
@@ -132,8 +133,10 @@ class RelaxPrinter(ExprPrinter):
         return self.expr(e, STRICT)
 
     # -- expressions -----------------------------------------------------------------------------
+    @stack_safe
     def value(self, e: Any) -> str:
-        """A relax value (a leaf or a call) as an expression."""
+        """A relax value (a leaf or a call) as an expression; calls nested thousands deep too
+        (`kiln.ir.deep`)."""
         if isinstance(e, Var):
             name = self.names.get(id(e))
             return name if name is not None else self.define(e, e.name_hint)

@@ -1,15 +1,16 @@
 """Bound inference: which part of a tensor a stage computed at a consumer's loop must produce.
 
-For a stage computed at loop ``a`` of its consumer, the consumer's loops outside and at ``a`` are
-fixed and the loops inside vary over their whole extent. Each index the consumer reads the stage
-at is an affine form in those loop variables (the `kiln.arith.linear` form of its `kiln.arith`
-simplification, so ``(io*8 + ii) // 4`` is ``io*2 + ii // 4``); its range is
+For a stage computed at loop ``a`` of its consumer, the consumer's loops outside and at ``a``
+are fixed and the loops inside vary over their whole extent. Each index the consumer reads the
+stage at is an affine form in those loop variables (the `kiln.arith.linear` form of its
+`kiln.arith` simplification, so ``(io*8 + ii) // 4`` is ``io*2 + ii // 4``); its range is
 ``[min, min + extent)`` where the extent adds ``|coef| * (loop_extent - 1)`` for every varying
 loop, so it never depends on a loop variable. Ranges of several reads are merged when they
-differ by a constant. Where an index is not affine in the varying loops (``x * n``, a select),
-the whole dimension is produced instead, which is always correct. When a region cannot be
-proven to lie inside the tensor, the producer gets guards so it never computes (or reads
-inputs) outside its domain.
+differ by a constant; a stage may also have readers nested inside its host's loop (attached
+there or deeper), whose reads are merged in with their own loops varying too. Where an index is
+not affine in the varying loops (``x * n``, a select), the whole dimension is produced instead,
+which is always correct. When a region cannot be proven to lie inside the tensor, the producer
+gets guards so it never computes (or reads inputs) outside its domain.
 """
 
 from __future__ import annotations
@@ -128,12 +129,14 @@ def infer_region(state: LowerState, stage: Stage) -> list[tuple[PrimExpr, PrimEx
     shape = stage.op.output(0).shape
     dims: list[Interval | None] = []
     dtypes: list[DataType] = []
-    for load in loads_in(state.bodies[host]):
-        if state.sch.stage_map[load.producer.op] is not stage:
-            continue
-        ivs = [interval(substitute_axes(i, hl.root_values), varying) for i in load.indices]
-        dims = ivs if not dims else [union(a, b) for a, b in zip(dims, ivs)]
-        dtypes = dtypes or [i.dtype for i in load.indices]
+    for reader, vary in _readers_inside(state, stage, varying):
+        rl = state.loops[reader]
+        for load in loads_in(state.bodies[reader]):
+            if state.sch.stage_map[load.producer.op] is not stage:
+                continue
+            ivs = [interval(substitute_axes(i, rl.root_values), vary) for i in load.indices]
+            dims = ivs if not dims else [union(a, b) for a, b in zip(dims, ivs)]
+            dtypes = dtypes or [i.dtype for i in load.indices]
     out = []
     for d, dim in enumerate(shape):
         iv = dims[d] if dims else None
@@ -144,6 +147,26 @@ def infer_region(state: LowerState, stage: Stage) -> list[tuple[PrimExpr, PrimEx
             out.append((convert(0, dim.dtype), dim))
         else:
             out.append((lo, ext))
+    return out
+
+
+def _readers_inside(state: LowerState, stage: Stage, varying: Loops) -> list[tuple[Stage, Loops]]:
+    """The readers of attached ``stage`` with the loops that vary for each while the stage's
+    values live: ``varying`` for its host; for a reader nested inside the host's loop (see
+    `kiln.te.prim_attach.nested_inside`) also every loop of the stages from it up to the host
+    (all of them run inside the attach point)."""
+    host = stage.attach_stage
+    out: list[tuple[Stage, Loops]] = [(host, varying)]  # type: ignore[list-item]
+    for reader in state.readers[stage]:
+        if reader is host:
+            continue
+        vary = dict(varying)
+        walk = reader
+        while walk is not host and walk is not None:
+            wl = state.loops[walk]
+            vary.update({wl.loop_vars[a]: wl.extents[a] for a in wl.leaves})
+            walk = walk.attach_stage  # type: ignore[assignment]
+        out.append((reader, vary))
     return out
 
 

@@ -22,6 +22,7 @@ from kiln.te.bound import infer_region, region_guards
 from kiln.te.inline import buffer_readers, effective_bodies
 from kiln.te.lower_loops import StageLoops, make_stage_loops
 from kiln.te.lower_nest import allocate, build_stage
+from kiln.te.prim_attach import nested_inside
 from kiln.te.schedule import Schedule, Stage, create_schedule
 from kiln.te.tensor import AxisVar, ComputeOp, Tensor
 from kiln.tir.buffer import Buffer, decl_buffer
@@ -114,7 +115,8 @@ def _check_attach(state: LowerState, stage: Stage) -> None:
     readers = state.readers[stage]
     if host not in readers:
         raise IRValueError(f"compute_at: stage {host.name!r} no longer reads {stage.name!r}")
-    others = [r.name for r in readers if r is not host]
+    axis = stage.attach_ivar
+    others = [r.name for r in readers if r is not host and not nested_inside(r, host, axis)]
     if others:
         raise IRValueError(
             f"compute_at: {stage.name!r} is computed inside {host.name!r} but also read by {others}"

@@ -3,8 +3,10 @@
 Preconditions (each raises `IRError` naming the stages):
 - ``compute_at(parent, axis)``: the stage is a compute that is not an output; ``parent`` is
   another stage of the same schedule that is not inlined; ``axis`` is a current leaf of
-  ``parent``; ``parent`` reads this stage (directly or through inlined stages) and is its only
-  reader, since the values exist only inside ``parent``'s loop; no cycle of attachments.
+  ``parent``; ``parent`` reads this stage (directly or through inlined stages), and every other
+  reader runs inside the same loop (`nested_inside`: attached there or deeper, through other
+  attached stages), since the values exist only inside ``parent``'s loop; no cycle of
+  attachments.
 - ``compute_inline()``: the stage is an element-wise compute (no reduction), not an output, with
   no loop transformations and no stage computed at its loops.
 The reader checks are repeated at lowering, since later primitives can change who reads whom.
@@ -34,15 +36,28 @@ def _as_stage(stage: Stage, parent: Any) -> Stage:
     return parent
 
 
-def check_readers(stage: Stage, host: Stage, prim: str) -> None:
-    """Raise unless ``host`` reads ``stage`` and nobody else does (after inlining)."""
+def nested_inside(reader: Stage, host: Stage, axis: Any) -> bool:
+    """True when ``reader`` runs inside loop ``axis`` of ``host``: it is attached (directly or
+    through other attached stages) to ``host`` at ``axis`` or at a loop inside it."""
+    walk: Stage | None = reader
+    while walk is not None and walk.attach_type == "scope":
+        ivar, walk = walk.attach_ivar, walk.attach_stage
+        if walk is host:
+            leaves = host.leaf_iter_vars
+            return axis in leaves and ivar in leaves and leaves.index(ivar) >= leaves.index(axis)
+    return False
+
+
+def check_readers(stage: Stage, host: Stage, axis: Any, prim: str) -> None:
+    """Raise unless ``host`` reads ``stage`` and every other reader (after inlining) runs inside
+    ``host``'s loop ``axis``."""
     readers = stage.schedule.effective_readers(stage)
     if host not in readers:
         raise IRValueError(
             f"{prim}: stage {host.name!r} does not read {stage.name!r}; compute_at needs a "
             "consumer of the stage"
         )
-    others = [r.name for r in readers if r is not host]
+    others = [r.name for r in readers if r is not host and not nested_inside(r, host, axis)]
     if others:
         raise IRValueError(
             f"{prim}: {stage.name!r} is also read by {others}; computing it inside "
@@ -67,7 +82,7 @@ def compute_at(stage: Stage, parent: Any, axis: Any) -> None:
             f"compute_at: stage {host.name!r} is inlined and has no loops to host it"
         )
     leaf_index(host, axis, "compute_at")
-    check_readers(stage, host, "compute_at")
+    check_readers(stage, host, axis, "compute_at")
     walk: Stage | None = host
     while walk is not None:
         if walk is stage:

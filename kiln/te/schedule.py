@@ -160,20 +160,34 @@ class Schedule:
         self.stages: list[Stage] = []
         self.stage_map: dict[Operation, Stage] = {}
         for op in self.outputs:
-            self._visit(op, set())
+            self._visit(op)
         for op in self.outputs:
             self.stage_map[op].is_output = True
 
-    def _visit(self, op: Operation, active: set[int]) -> None:
-        if op in self.stage_map:
+    def _visit(self, root: Operation) -> None:
+        """Add stages for ``root`` and the producers it needs, producers first (depth-first, an
+        explicit stack: graphs thousands of stages deep)."""
+        if root in self.stage_map:
             return
-        if id(op) in active:
-            raise IRValueError(f"create_schedule: operation {op.name!r} depends on itself")
-        active.add(id(op))
-        for t in op.input_tensors:
-            self._visit(t.op, active)
-        active.discard(id(op))
-        self.add_stage(Stage(self, op), len(self.stages))
+        active = {id(root)}  # the ops on the stack: meeting one again is a cycle
+        stack = [(root, iter(root.input_tensors))]
+        while stack:
+            op, inputs = stack[-1]
+            for t in inputs:
+                producer = t.op
+                if producer in self.stage_map:
+                    continue
+                if id(producer) in active:
+                    raise IRValueError(
+                        f"create_schedule: operation {producer.name!r} depends on itself"
+                    )
+                active.add(id(producer))
+                stack.append((producer, iter(producer.input_tensors)))
+                break
+            else:
+                stack.pop()
+                active.discard(id(op))
+                self.add_stage(Stage(self, op), len(self.stages))
 
     def add_stage(self, stage: Stage, index: int) -> None:
         """Insert ``stage`` at ``index`` of the (producer-first) stage list."""

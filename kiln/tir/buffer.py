@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.node import Node
 from kiln.ir.span import Span
-from kiln.tir.expr import INT32, BufferLoad, PrimExpr, Var, convert
+from kiln.tir.expr import INT32, BufferLoad, IntImm, PrimExpr, Ramp, Var, convert
 from kiln.tir.type import PointerType, PrimType
 
 
@@ -69,8 +69,25 @@ class Buffer(Node):
         )
 
     def vload(self, indices: Any, dtype: str | DataType | None = None) -> BufferLoad:
+        """``self[indices]``; a vector ``dtype`` loads that many consecutive elements from the
+        last index (which becomes a `Ramp`), as TVM's ``vload`` does."""
         load = self[indices]
-        return load if dtype is None else BufferLoad(self, load.indices, DataType.parse(dtype))
+        if dtype is None:
+            return load
+        dt = DataType.parse(dtype)
+        idx = load.indices
+        per_index = self.dtype.lanes * (idx[-1].dtype.lanes if idx else 1)
+        if idx and dt.lanes != per_index and idx[-1].dtype.lanes == 1:
+            if dt.lanes % self.dtype.lanes:
+                raise IRValueError(
+                    f"vload of {dt} from buffer {self.name!r} of {self.dtype}: the lanes do "
+                    "not divide"
+                )
+            idx = (
+                *idx[:-1],
+                Ramp(idx[-1], convert(1, idx[-1].dtype), dt.lanes // self.dtype.lanes),
+            )
+        return BufferLoad(self, idx, dt)
 
     def __repr__(self) -> str:
         return f"Buffer({self.name!r}, {self.dtype}, ndim={len(self.shape)}, scope={self.scope!r})"
@@ -83,10 +100,20 @@ def _exprs(values: Any, what: str) -> tuple[PrimExpr, ...]:
         raise IRError(f"{what}: expected a tuple of integers or expressions, got {values!r}")
     out = []
     for v in values:
-        if isinstance(v, float) or (isinstance(v, PrimExpr) and not v.dtype.is_integer):
+        integer = isinstance(v, int) or (isinstance(v, PrimExpr) and v.dtype.is_integer)
+        if not integer or isinstance(v, bool):
             raise IRError(f"{what}: every extent must be an integer, got {v!r}")
         out.append(convert(v))
     return tuple(out)
+
+
+def check_extents(what: str, values: Any) -> tuple[PrimExpr, ...]:
+    """``values`` as integer expressions; a negative constant is an `IRValueError`."""
+    out = _exprs(values, what)
+    for v in out:
+        if isinstance(v, IntImm) and v.value < 0:
+            raise IRValueError(f"{what}: a dimension cannot be negative, got {v.value}")
+    return out
 
 
 def decl_buffer(
@@ -102,13 +129,17 @@ def decl_buffer(
     axis_separators: tuple[int, ...] = (),
     span: Span | None = None,
 ) -> Buffer:
-    """A new buffer; makes its data pointer variable (``<name>_data``) unless ``data`` is given."""
+    """A new buffer; makes its data pointer variable (``<name>_data``) unless ``data`` is given.
+
+    A void dtype or a negative constant dimension is an `IRValueError`."""
     dt = DataType.parse(dtype)
+    if dt.is_void:
+        raise IRValueError(f"buffer {name!r}: dtype void has no elements; use e.g. float32")
     if scope == "global":
         scope = ""
     if data is None:
         data = Var(f"{name}_data", PointerType(PrimType(dt), scope), span=span)
-    shape = (shape,) if isinstance(shape, (int, PrimExpr)) else tuple(shape)
+    shape = check_extents(f"buffer {name!r} shape", shape)
     return Buffer(
         data,
         dt,

@@ -140,11 +140,53 @@ def _operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
 
 
 def _binary(cls: type, a: Any, b: Any) -> PrimExpr:
-    return cls(*_operands(a, b))
+    a, b = _operands(a, b)
+    problem = division_problem(cls, a, b)
+    if problem is not None:
+        raise IRValueError(problem)
+    return cls(a, b)
+
+
+def division_problem(cls: type, a: PrimExpr, b: PrimExpr) -> str | None:
+    """The message for ``cls(a, b)`` when it is an integer division by the constant zero.
+
+    The expression builders (Python operators, `kiln.tir.op`, the script) raise it; the node
+    constructors store what they are given and the verifier reports such nodes."""
+    zero = b.value if isinstance(b, Broadcast) else b
+    if cls not in INT_DIVISIONS or not b.dtype.element_of().is_integer:
+        return None
+    if not (isinstance(zero, IntImm) and zero.value == 0):
+        return None
+    sym = {Div: "/", Mod: "%", FloorDiv: "//", FloorMod: "%"}[cls]
+    text = str(a)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    text = f"({text})" if isinstance(a, (BinaryOp, Select)) else text
+    return f"division by zero: {text} {sym} 0 (the divisor is the constant 0)"
+
+
+def bitwise_problem(name: str, a: PrimExpr, b: PrimExpr | None) -> str | None:
+    """The message for ``tir.<name>(a, b)`` on non-integers, or shifting by an out-of-range
+    constant (the builders raise it, the verifier reports it)."""
+    for x in (a, b):
+        if x is not None and not (x.dtype.is_integer or x.dtype.is_bool):
+            return f"{name} needs integer operands, got a {x.dtype} value"
+    amount = b.value if isinstance(b, Broadcast) else b
+    if not name.startswith("shift_") or not isinstance(amount, IntImm):
+        return None
+    bits = a.dtype.bits
+    if 0 <= amount.value < bits:
+        return None
+    kind = name[len("shift_") :]
+    return f"shift {kind} of a {a.dtype} value by {amount.value}: the amount must be in " + (
+        f"[0, {bits - 1}]"
+    )
 
 
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
     a, b = _operands(a, b)
+    problem = bitwise_problem(name, a, b)
+    if problem is not None:
+        raise IRValueError(problem)
     return Call(a.dtype, Op.get(f"tir.{name}"), (a, b))
 
 
@@ -178,6 +220,8 @@ def convert(value: Any, dtype: DataType | str | None = None) -> PrimExpr:
             raise IRError(f"cannot use the Python float {value!r} as a {dt} value")
         return FloatImm(dt, value)
     if isinstance(value, str):
+        if dt is not None and not dt.is_handle:
+            raise IRError(f"cannot use the string {value!r} as a {dt} value")
         return StringImm(value)
     raise IRError(f"expected a TIR expression (PrimExpr) or Python number, got {value!r}")
 
@@ -424,6 +468,7 @@ class Or(BinaryOp):
 
 
 ARITH_OPS = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
+INT_DIVISIONS = (Div, Mod, FloorDiv, FloorMod)
 CMP_OPS = (EQ, NE, LT, LE, GT, GE)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.op import Op
 from kiln.tir import builtin
@@ -23,6 +23,7 @@ from kiln.tir.expr import (
     Select,
     StringImm,
     convert,
+    division_problem,
 )
 
 HANDLE = DataType("handle", 64)
@@ -143,20 +144,29 @@ def sqrt(x: Any) -> Call:
     return math("sqrt", x)
 
 
+def _division(cls: type, a: Any, b: Any) -> PrimExpr:
+    """``cls(a, b)``; a constant zero integer divisor is an `IRValueError`."""
+    node = cls(a, b)
+    problem = division_problem(cls, node.a, node.b)
+    if problem is not None:
+        raise IRValueError(problem)
+    return node
+
+
 def floordiv(a: Any, b: Any) -> PrimExpr:
-    return FloorDiv(a, b)
+    return _division(FloorDiv, a, b)
 
 
 def floormod(a: Any, b: Any) -> PrimExpr:
-    return FloorMod(a, b)
+    return _division(FloorMod, a, b)
 
 
 def truncdiv(a: Any, b: Any) -> PrimExpr:
-    return Div(a, b)
+    return _division(Div, a, b)
 
 
 def truncmod(a: Any, b: Any) -> PrimExpr:
-    return Mod(a, b)
+    return _division(Mod, a, b)
 
 
 def max_(a: Any, b: Any) -> PrimExpr:

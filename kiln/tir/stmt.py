@@ -11,7 +11,7 @@ from kiln.ir.dtype import DataType
 from kiln.ir.node import EMPTY_ATTRS, Attrs, Node, as_attrs
 from kiln.ir.span import Span
 from kiln.tir.buffer import Buffer, _exprs
-from kiln.tir.expr import PrimExpr, StringImm, Var, _indices, convert
+from kiln.tir.expr import Broadcast, PrimExpr, StringImm, Var, _indices, convert
 
 
 class Stmt(Node):
@@ -84,6 +84,8 @@ class IterVar(Node):
     def __post_init__(self) -> None:
         if not isinstance(self.var, Var):
             raise IRError(f"IterVar: expected a Var, got {self.var!r}")
+        if not isinstance(self.thread_tag, str):
+            raise IRError(f"IterVar: the thread tag must be a string, got {self.thread_tag!r}")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -232,7 +234,12 @@ class BufferStore(Stmt):
     def __post_init__(self) -> None:
         _set(self, "indices", _indices(self.buffer, self.indices, "BufferStore"))
         lanes = self.indices[-1].dtype.lanes if self.indices else 1
-        _set(self, "value", convert(self.value, self.buffer.dtype.with_lanes(lanes)))
+        value = self.value
+        if not isinstance(value, PrimExpr):  # a Python number fills every lane it stores
+            value = convert(value, self.buffer.dtype.element_of())
+            lanes *= self.buffer.dtype.lanes
+            value = Broadcast(value, lanes) if lanes > 1 else value
+        _set(self, "value", value)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -16,6 +16,7 @@ from kiln.tir import Var
 
 KILN_DIR = os.path.dirname(os.path.abspath(kiln.__file__))
 F4 = '@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n'  # lines 1-2 of most cases
+I4 = '@T.prim_func\ndef f(A: T.Buffer((4,), "int32")):\n'
 
 # (id, script, line, column, part of the reason)
 CASES = [
@@ -265,7 +266,149 @@ CASES = [
         1,
         "script functions take plain parameters",
     ),
+    # invalid programs once accepted (issue 10, item 4)
+    (
+        "index-negative",
+        F4 + "    A[-1] = T.float32(0)\n",
+        3,
+        5,
+        "index -1 is out of bounds for buffer 'A' (size 4",
+    ),
+    (
+        "index-past-end-load",
+        F4 + "    A[0] = A[4]\n",
+        3,
+        12,
+        "index 4 is out of bounds for buffer 'A'",
+    ),
+    ("index-huge", F4 + "    A[100000] = T.float32(0)\n", 3, 5, "index 100000 is out of bounds"),
+    (
+        "slice-past-end",
+        F4 + "    A[2:6] = A[0:4]\n",
+        3,
+        5,
+        "index 5 is out of bounds for buffer 'A'",
+    ),
+    (
+        "store-lanes",
+        F4 + "    A[T.Ramp(0, 1, 2)] = A[T.Ramp(0, 1, 4)]\n",
+        3,
+        5,
+        "stores a float32x4 value (4 lanes) where the index of buffer 'A' addresses 2 lane(s)",
+    ),
+    (
+        "string-shape",
+        '@T.prim_func\ndef f(A: T.Buffer(("a",), "float32")):\n    pass\n',
+        2,
+        10,
+        "buffer 'A' shape: every extent must be an integer, got 'a'",
+    ),
+    (
+        "negative-alloc-buffer",
+        F4 + '    B = T.alloc_buffer((-4,), "float32")\n',
+        3,
+        9,
+        "buffer 'B' shape: a dimension cannot be negative, got -4",
+    ),
+    (
+        "negative-allocate",
+        F4 + '    p = T.allocate([-4], "float32")\n',
+        3,
+        9,
+        "T.allocate: a dimension cannot be negative, got -4",
+    ),
+    (
+        "missing-return",
+        "@T.prim_func\ndef f(x: T.int32) -> T.int32:\n    T.evaluate(x)\n",
+        2,
+        22,
+        "function 'f' returns int32 but can reach its end without a return statement",
+    ),
+    (
+        "missing-return-branch",
+        "@T.prim_func\ndef f(x: T.int32) -> T.int32:\n    if x > 0:\n        return x\n",
+        2,
+        22,
+        "can reach its end without a return statement",
+    ),
+    ("shift-negative", I4 + "    A[0] = A[1] << -1\n", 3, 12, "shift left of a int32 value by -1"),
+    (
+        "shift-too-far",
+        I4 + "    A[0] = T.shift_right(A[1], 32)\n",
+        3,
+        12,
+        "shift right of a int32 value by 32: the amount must be in [0, 31]",
+    ),
+    (
+        "if-buffer",
+        F4 + "    if A:\n        A[0] = T.float32(1)\n",
+        3,
+        8,
+        "buffer 'A' cannot be a condition; compare a value, as in A[0] > 0",
+    ),
+    (
+        "not-buffer",
+        F4 + "    A[0] = T.float32(1) if not A else A[1]\n",
+        3,
+        32,
+        "buffer 'A' cannot be a condition",
+    ),
+    (
+        "print",
+        F4 + '    print("x")\n',
+        3,
+        5,
+        "print(...) is Python code that would run while parsing",
+    ),
+    (
+        "python-value-statement",
+        F4 + "    1 + 1\n",
+        3,
+        5,
+        "this statement means nothing in TIR: it evaluates to the Python value 2 while parsing",
+    ),
+    (
+        "duplicate-param",
+        '@T.prim_func\ndef f(A: T.Buffer((4,), "float32"), A: T.int32):\n    A[0] = A[1]\n',
+        2,
+        37,
+        "parameter 'A' is listed twice",
+    ),
+    (
+        "range-string",
+        F4 + '    for i in range("4"):\n        A[i] = T.float32(0)\n',
+        3,
+        20,
+        "loop bounds must be integers, got '4'",
+    ),
+    (
+        "void-buffer",
+        F4 + '    B = T.alloc_buffer((4,), "void")\n',
+        3,
+        9,
+        "buffer 'B': dtype void has no elements",
+    ),
+    ("void-param", "@T.prim_func\ndef f(v: T.void):\n    pass\n", 2, 10, "cannot have dtype void"),
+    (
+        "vector-index-not-last",
+        '@T.prim_func\ndef f(A: T.Buffer((4, 4), "float32")):\n    A[0:2, 0] = T.float32(0)\n',
+        3,
+        5,
+        "index 0 of buffer 'A' is a vector; only the last index may be",
+    ),
 ]
+
+
+def test_print_is_refused_before_it_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ScriptError, match="print"):
+        kiln.script.from_source(F4 + '    print("ran while parsing")\n', "bad.py")
+    assert "ran while parsing" not in capsys.readouterr().out
+
+
+def test_helper_returning_nothing_is_not_a_statement() -> None:
+    text = F4 + "    helper()\n"
+    with pytest.raises(ScriptError, match="means nothing in TIR: .* Python value None"):
+        kiln.script.from_source(text, "bad.py", extra_vars={"helper": lambda: None})
 
 
 def _parse_error(text: str) -> ScriptError:
@@ -356,5 +499,5 @@ def test_error_in_user_helper_called_from_script() -> None:
         def uses_helper(A: T.Buffer((4,), "float32")):
             A[0] = helper(A[1])
 
-    assert "operand dtypes differ (float32 vs handle)" in info.value.reason
+    assert "cannot use the string 'oops' as a float32 value" in info.value.reason
     assert KILN_DIR not in _format(info)

@@ -208,3 +208,41 @@ def test_argument_tensor_cannot_be_placed():
     A, B, C, s = _chain(4)
     s[B].compute_inline()
     _err(lambda: te.lower(s, [A, B, C]), "'B' is an argument", "inlined")
+
+
+def _normalized_rows(n=6, m=20):
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * tir.const(2.0), name="B")
+    k = te.reduce_axis((0, m), name="k")
+    S = te.compute((n,), lambda i: te.sum(B[i, k], axis=k), name="S")
+    C = te.compute((n, m), lambda i, j: B[i, j] / S[i], name="C")
+    return A, B, S, C, te.create_schedule(C)
+
+
+def test_compute_at_with_a_second_reader_nested_in_the_same_loop():
+    """B is read by C and by S, which runs inside C's row loop: B can live there, one row."""
+    import numpy as np
+
+    import kiln
+
+    A, B, S, C, s = _normalized_rows()
+    s[S].compute_at(s[C], C.op.axis[0])
+    s[B].compute_at(s[C], C.op.axis[0])
+    f = _lower(s, [A, C])
+    assert sorted(tuple(e.value for e in a.extents) for a in _allocs(f)) == [(1,), (1, 20)]
+    a = np.random.default_rng(0).random((6, 20)).astype("float32") + 0.5
+    out = np.zeros_like(a)
+    kiln.build(f)["main"](a, out)
+    np.testing.assert_allclose(out, a / a.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_compute_at_rejects_a_second_reader_outside_the_loop():
+    A, B, S, C, s = _normalized_rows()
+    s[S].compute_at(s[C], C.op.axis[0])
+    _err(lambda: s[B].compute_at(s[C], C.op.axis[1]), "also read by ['S']")
+    A, B, S, C, s = _normalized_rows()
+    _err(lambda: s[B].compute_at(s[C], C.op.axis[0]), "also read by ['S']")  # S at the root
+    s[S].compute_at(s[C], C.op.axis[0])
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[S].compute_root()  # checked again when lowering
+    _err(lambda: _lower(s, [A, C]), "also read by ['S']")

@@ -14,13 +14,16 @@ import pytest
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
 from kiln.ir import Target
+from kiln.ir.visitor import pre_order_nodes
+from kiln.tir.attrs import PARALLEL_GRAIN
 from kiln.topi import x86
-from kiln.topi.x86.cpu import tile_vectors
+from kiln.topi.x86.cpu import TILE_ROWS, tile_vectors
 from kiln.topi.x86.dense import ACC_TAG
 from tests.topi.conftest import (
     VECTOR_REG,
     fma_accumulators,
     hot_loop,
+    loops_of,
     machine_code,
     shape_of,
     vector_spills,
@@ -133,6 +136,32 @@ def test_batch_matmul_with_transposes_and_broadcast(make: Any, rng: np.random.Ge
         np.testing.assert_allclose(got[c], want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("m", [64, 5], ids=["cols64", "narrow"])
+def test_symbolic_rows_take_full_guard_free_tiles(m: int, rng: np.random.Generator) -> None:
+    """A symbolic row count still gets `TILE_ROWS`-row register tiles (rows past the end are
+    computed again from the last row), no guard inside the reduction, the epilogue in the same
+    nest, and the row tiles in parallel with a run-time grain (an OpenMP ``if`` clause)."""
+    n = te.size_var("n")
+    x, w, b = (
+        te.placeholder(s, name=nm) for s, nm in [((n, 40), "x"), ((40, m), "w"), ((m,), "b")]
+    )
+    y = topi.relu(topi.add(x86.matmul(x, w), b))
+    func = te.lower(topi.schedule_for(y), [x, w, b, y])
+    loops = loops_of(func)
+    assert any(lp.kind == tir.ForKind.UNROLLED and lp.extent.value >= TILE_ROWS for lp in loops)
+    k_loop = next(lp for lp in loops if lp.loop_var.name == "k")
+    assert not [s for s in pre_order_nodes(k_loop.body) if isinstance(s, tir.IfThenElse)]
+    par = [lp for lp in loops if lp.kind == tir.ForKind.PARALLEL]
+    assert len(par) == 1 and PARALLEL_GRAIN in par[0].annotations
+    fn = _compile(topi.schedule_for(y), [x, w, b, y])["main"]
+    wv, bv = rng.standard_normal((40, m), "float32"), rng.standard_normal(m, "float32")
+    for rows in (1, 5, 6, 13, 64):
+        xv = rng.standard_normal((rows, 40), "float32")
+        out = np.zeros((rows, m), "float32")
+        fn(xv, wv, bv, out)
+        np.testing.assert_allclose(out, np.maximum(xv @ wv + bv, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_symbolic_shapes_use_the_plain_compute(rng: np.random.Generator) -> None:
     n = te.size_var("n")
     a, b = te.placeholder((n, 12), name="A"), te.placeholder((12, 10), name="B")
@@ -153,7 +182,9 @@ def test_registered_with_schedule_for(rng: np.random.Generator) -> None:
     sch = topi.schedule_for([y, plain])
     acc = next(s for s in sch.stages if s.op.tag == ACC_TAG)
     assert acc.attach_type == "scope"
-    assert any(s.scope == "local" for s in sch.stages)  # the plain product's register tile
+    # the plain product is a register tile computed inside its bias epilogue's tile loop
+    product = next(s for s in sch.stages if s.name == "plain_matmul")
+    assert product.attach_type == "scope" and product.attach_stage.name == "plain"
     xv, wv, bv = (_rand(rng, t) for t in (x, w, b))
     got = _run(sch, [x, w, b], [y, plain], xv, wv, bv)
     np.testing.assert_allclose(got[0], np.maximum(xv @ wv.T, 0), rtol=1e-4, atol=1e-4)

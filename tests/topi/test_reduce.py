@@ -116,7 +116,7 @@ def test_schedules_vectorize_and_parallelize(target: str, lanes: int | None) -> 
     """A reduction over the outer axis accumulates a vector of outputs per step: as many
     registers of the target's width (the host's for plain ``c``) as a reduction keeps."""
     lanes = ACCUMULATOR_VECTORS * (lanes or Target("c").vector_bytes // 4)
-    x = te.placeholder((256, 1024), name="x")
+    x = te.placeholder((4096, 1024), name="x")  # ~200 us on one core: worth threads
     rows = topi.sum(x, 1)
     inner = te.lower(topi.schedule_for(rows, target), [x, rows])
     kinds = {lp.kind for lp in loops_of(inner)}

@@ -11,6 +11,7 @@ import kiln
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
 from kiln.ir import Target
+from kiln.tir.attrs import PARALLEL_GRAIN
 from kiln.topi.generic import recompute_for, rfactor
 from kiln.topi.generic.common import ACCUMULATOR_VECTORS, SCHEDULES, ScheduleContext
 from tests.topi.conftest import allocations_of, loops_of
@@ -44,7 +45,7 @@ def _alloc_elems(func) -> list[int]:
 def test_injective_vectorizes_and_parallelizes_big_tensors(target: str, lanes: int | None) -> None:
     """Vector loops are one register of the target wide (the host's for plain ``c``)."""
     lanes = lanes or Target("c").vector_bytes // 4
-    x = te.placeholder((256, 1024), name="x")
+    x = te.placeholder((1024, 1024), name="x")  # about 200 us on one core: worth threads
     y = topi.exp(x)
     f = te.lower(topi.schedule_for(y, target), [x, y])
     vec = [lp for lp in loops_of(f) if lp.kind == tir.ForKind.VECTORIZED]
@@ -53,10 +54,12 @@ def test_injective_vectorizes_and_parallelizes_big_tensors(target: str, lanes: i
     small = te.placeholder((3, 5), name="s")
     g = _lower(topi.exp(small), [small])
     assert tir.ForKind.PARALLEL not in _kinds(g)
+    mid = te.placeholder((128, 768), name="m")  # ~20 us: a fork/join would cost more than it saves
+    assert tir.ForKind.PARALLEL not in _kinds(_lower(topi.exp(mid), [mid]))
 
 
 def test_prologue_is_inlined_into_the_reduction() -> None:
-    n = 1 << 20
+    n = 1 << 22
     x = te.placeholder((n,), name="x")
     s = topi.sum(topi.relu(topi.add(topi.multiply(x, 2.0), 1.0)))
     f = _lower(s, [x])
@@ -74,7 +77,7 @@ def test_mean_epilogue_hosts_the_reduction() -> None:
 
 @pytest.mark.parametrize("which", ["log_softmax", "layer_norm"])
 def test_row_operators_use_per_row_scratch_only(which: str) -> None:
-    x = te.placeholder((128, 1024), name="x")
+    x = te.placeholder((1024, 1024), name="x")
     y = getattr(topi.nn, which)(x)
     f = _lower(y, [x])
     assert max(_alloc_elems(f)) <= ACC
@@ -83,11 +86,14 @@ def test_row_operators_use_per_row_scratch_only(which: str) -> None:
 
 
 def test_softmax_keeps_exp_once_and_row_values_in_scratch() -> None:
-    x = te.placeholder((128, 1024), name="x")
+    """One row loop: ``exp(x - max)`` is one row of scratch, read by the sum and the output."""
+    x = te.placeholder((1024, 1024), name="x")
     f = _lower(topi.nn.softmax(x), [x])
     sizes = sorted(_alloc_elems(f))
-    assert sizes[-1] == 128 * 1024 and sizes[-2] <= ACC  # exp(x - max), then per-row values
-    assert _kinds(f).count(tir.ForKind.PARALLEL) == 2
+    assert sizes[-1] == 1024 and sizes[-2] <= ACC  # exp(x - max) of one row, then row values
+    assert _kinds(f).count(tir.ForKind.PARALLEL) == 1
+    small = te.placeholder((128, 1024), name="s")  # ~50 us on one core: one thread
+    assert tir.ForKind.PARALLEL not in _kinds(_lower(topi.nn.softmax(small), [small]))
 
 
 def test_register_schedule_dispatches_on_tag(rng) -> None:
@@ -147,3 +153,22 @@ def test_schedule_for_rejects_non_compute_outputs() -> None:
         topi.schedule_for(x)
     with pytest.raises(IRValueError, match=r"schedule_for: needs at least one output"):
         topi.schedule_for([])
+
+
+def test_symbolic_stage_runs_in_parallel_above_a_grain() -> None:
+    """A symbolic row count cannot be judged when scheduling: the parallel loop carries a grain,
+    printed as OpenMP's ``if`` clause (one thread below it); both sides compute the same."""
+
+    n = te.size_var("n")
+    x = te.placeholder((n, 64), name="x")
+    y = topi.exp(x)
+    f = _lower(y, [x])
+    (par,) = [lp for lp in loops_of(f) if lp.kind == tir.ForKind.PARALLEL]
+    grain = par.annotations[PARALLEL_GRAIN]
+    assert 1 < grain < 1 << 20
+    fn = kiln.build_op(y, [x, y])
+    for rows in (1, 3 * grain):
+        a = np.random.default_rng(rows).standard_normal((rows, 64)).astype("float32")
+        out = np.zeros_like(a)
+        fn(a, out)
+        np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tvm_ffi
@@ -125,3 +126,93 @@ def test_kiln_load_refuses_another_format_version(
     monkeypatch.undo()
     with pytest.raises(KilnError, match="old.so was written for kiln VM format version 99"):
         kiln.load(path)
+
+
+class _RefusesDLPack:
+    """A DLPack producer whose export always fails (as numpy's does for some arrays)."""
+
+    def __dlpack__(self, **kwargs: object) -> object:
+        raise BufferError("this producer refuses to export")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+def test_read_only_inputs_are_accepted_zero_copy(main) -> None:
+    x, y, t = ok_args()
+    x, y, t = _read_only(x * 3), _read_only(y), (_read_only(t[0]), t[1])
+    np.testing.assert_array_equal(main(x, y, t).numpy(), x + x)
+    assert not x.flags.writeable  # the caller's array is left as it was
+
+
+@pytest.mark.parametrize(
+    "change, kind, message",
+    [
+        (
+            lambda a: [a[0].astype(ml_dtypes.bfloat16), *a[1:]],
+            TypeError,
+            r"main: argument x expected dtype float32, got bfloat16",
+        ),
+        (
+            lambda a: [a[0], a[1], (a[2][0].astype(ml_dtypes.bfloat16), a[2][1])],
+            TypeError,
+            r"main: argument t\[0\] expected dtype int32, got bfloat16",
+        ),
+        (
+            lambda a: [_read_only(a[0])[:, :15], *a[1:]],
+            ValueError,
+            r"main: argument x\.shape\[1\] expected 16, got 15",
+        ),
+        (
+            lambda a: [a[0], _RefusesDLPack(), a[2]],
+            ValueError,
+            r"main: argument y \(_RefusesDLPack\) cannot be passed through DLPack: this producer",
+        ),
+        (
+            lambda a: [a[0], a[1], (_RefusesDLPack(), a[2][1])],
+            ValueError,
+            r"main: argument t\[0\] \(_RefusesDLPack\) cannot be passed through DLPack",
+        ),
+    ],
+    ids=["bfloat16", "bfloat16-field", "read-only-shape", "refused", "refused-field"],
+)
+def test_arrays_numpy_cannot_export_are_named(main, change, kind, message) -> None:
+    """numpy's DLPack export refuses read-only and ml_dtypes arrays with a `BufferError` naming
+    nothing; the VM call path passes them through or names the argument."""
+    with pytest.raises(kind, match=message):
+        main(*change(ok_args()))
+
+
+@I.ir_module
+class StorageFloat:
+    @R.function
+    def main(x: R.Tensor((4,), "bfloat16"), y: R.Tensor((2, 2), "float32")) -> R.Tuple(
+        R.Tensor((2, 2), "bfloat16"), R.Tensor((2, 2), "float32")
+    ):
+        z = R.reshape(x, (2, 2))
+        w = R.add(y, y)
+        return (z, w)
+
+
+@pytest.mark.parametrize("exec_mode", EXEC_MODES)
+def test_compiled_model_takes_bfloat16_and_read_only_arrays(exec_mode: str) -> None:
+    model = kiln.compile(StorageFloat, exec_mode=exec_mode)
+    x = np.arange(4).astype(ml_dtypes.bfloat16)
+    y = _read_only(np.arange(4, dtype="float32").reshape(2, 2))
+    z, w = model(x, y)
+    assert z.numpy().dtype == x.dtype
+    np.testing.assert_array_equal(z.numpy(), x.reshape(2, 2))
+    np.testing.assert_array_equal(w.numpy(), y + y)
+    vm = kiln.runtime.VirtualMachine(model.executable)
+    z, w = vm["main"](x, y)
+    np.testing.assert_array_equal(w.numpy(), y + y)
+    with pytest.raises(TypeError, match=r"main: argument y expected dtype float32, got bfloat16"):
+        model(x, y.astype(ml_dtypes.bfloat16))
+    with pytest.raises(ValueError, match=r"main: argument x\.shape\[0\] expected 4, got 3"):
+        model(_read_only(x[:3]), y)

@@ -9,7 +9,8 @@ shapes are known) are grouped by the records' `Pattern`:
   element-wise / broadcast epilogue (bias, activation, residual add), as long as each value
   the epilogue reads from the group is used only there (the anchor's result is written once);
 - an opaque operator is a group of its own; a group never holds two anchors (or an anchor and
-  a reduction), and never joins across a binding that is not in it (which would make a cycle).
+  a reduction), and never joins across a binding that is not in it (which would make a cycle);
+- a group holds at most `MAX_FUSED_OPS` operators (a long chain becomes several groups).
 
 Each group becomes a private global function with attribute ``Primitive=1`` named
 ``fused_<op>_<op>...`` from its operators in order, and the group's bindings become one call
@@ -41,6 +42,11 @@ from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.registry import OpDef, find_op_def
 from kiln.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from kiln.topi.tag import Pattern
+
+MAX_FUSED_OPS = 256
+"""The most operators one group holds. NOTE: lowering a group inlines each stage's expanded body
+into the next, so its cost grows with the square of the group's length; a 2,000-op chain as one
+group took minutes to compile, as groups of 256 it takes seconds."""
 
 
 def op_short_name(rec: OpDef) -> str:
@@ -163,6 +169,8 @@ class _BlockFuser:
             return "an anchor (matmul, conv2d) starts its group: it takes no producers"
         if g.reduce:
             return "a reduction ends its group"
+        if len(g.names) + len(mine.names) > MAX_FUSED_OPS:
+            return f"a group holds at most {MAX_FUSED_OPS} operators (MAX_FUSED_OPS)"
         if not g.anchor:
             return None
         if mine.reduce:

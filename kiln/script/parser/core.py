@@ -9,13 +9,15 @@ declares its return dtype first (int32 for functions that return nothing), so
 from __future__ import annotations
 
 import ast
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kiln.ir.dtype import DataType
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
-from kiln.ir.node import Attrs, FrozenMap
+from kiln.ir.node import Attrs, FrozenMap, Node
 from kiln.script.parser.dialect import Dialect, ModuleContext, register_dialect
 from kiln.script.parser.expr import ExprEvaluator, fill_all_spans, fill_below
 from kiln.script.parser.source import Source
@@ -23,6 +25,7 @@ from kiln.script.parser.stmt import StmtParser
 from kiln.script.tir_ns.frames import FuncAttrs, MatchBufferSpec
 from kiln.script.tir_ns.types import HANDLE, BufferSpec, DTypeCtor, VarSpec
 from kiln.tir.analysis import verify_well_formed
+from kiln.tir.analysis.problems import always_returns, returns_value
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Var
 from kiln.tir.function import PrimFunc
@@ -49,7 +52,21 @@ def annotation_type(ev: ExprEvaluator, node: ast.expr | None) -> PrimType | Poin
         ann = ann.spec()
     if not isinstance(ann, VarSpec):
         raise ev.src.error(node, "a return annotation must be a type such as T.int32")
+    if not ann.is_handle and isinstance(ann.dtype, DataType) and ann.dtype.is_void:
+        return VOID
     return ev.at(node, ann.var_type)[1]
+
+
+def attr_value_ok(v: Any) -> bool:
+    """Whether ``v`` can be an attribute value: data (numbers, strings, containers of them), IR,
+    or an object such as a `Target`; not a module, function, class or script-only helper."""
+    if isinstance(v, (list, tuple)):
+        return all(attr_value_ok(x) for x in v)
+    if isinstance(v, dict):
+        return all(attr_value_ok(k) and attr_value_ok(x) for k, x in v.items())
+    if isinstance(v, (types.ModuleType, type)) or callable(v) and not isinstance(v, Node):
+        return False
+    return not type(v).__module__.startswith("kiln.script")
 
 
 class FuncParser(StmtParser):
@@ -78,6 +95,15 @@ class FuncParser(StmtParser):
             raise self.src.error(node, "T.func_attr is only allowed at the top of a function body")
         if not isinstance(attrs.attrs, dict):
             raise self.src.error(node, "T.func_attr takes a dict of attributes")
+        for key, value in attrs.attrs.items():
+            if not isinstance(key, str):
+                raise self.src.error(node, f"T.func_attr: attribute names are strings, got {key!r}")
+            if not attr_value_ok(value):
+                raise self.src.error(
+                    node,
+                    f"T.func_attr: the value of {key!r} is a {type(value).__name__}; attribute "
+                    "values are numbers, strings, lists, tuples, dicts or IR",
+                )
         self.attrs.update(attrs.attrs)
 
     def match_buffer(self, name: str, spec: MatchBufferSpec, node: ast.stmt) -> Buffer:
@@ -102,6 +128,12 @@ class FuncParser(StmtParser):
         if isinstance(ret_type, PrimType):
             self.ret_dtype = ret_type.dtype
         body = self.parse_body(fdef.body)
+        if returns_value(ret_type) and not always_returns(body):
+            raise self.src.error(
+                fdef.returns or fdef,
+                f"function {fdef.name!r} returns {ret_type} but can reach its end without a "
+                "return statement",
+            )
         attrs = dict(self.attrs)
         if not options.private and "global_symbol" not in attrs:
             attrs = {"global_symbol": fdef.name, **attrs}
@@ -129,6 +161,8 @@ class FuncParser(StmtParser):
 
     def param(self, arg: ast.arg) -> None:
         name, span = arg.arg, self.src.span(arg)
+        if any(name in scope for scope in self.scopes):
+            raise self.src.error(arg, f"parameter {name!r} is listed twice")
         if arg.annotation is None:
             raise self.src.error(
                 arg, f"parameter {name!r} needs a type such as T.int32, T.handle or T.Buffer(...)"

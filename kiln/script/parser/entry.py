@@ -145,6 +145,13 @@ class FunctionDecorator:
         return decorate(func, self.kiln_script_options)
 
 
+def _flags(what: str, **flags: Any) -> None:
+    """Refuse a decorator flag that is not a bool (``pure=3`` would print back as ``True``)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"@{what}: {name}= must be True or False, got {value!r}")
+
+
 @entry_point
 def prim_func(
     func: Any = None,
@@ -157,6 +164,7 @@ def prim_func(
 
     Other TVMScript keywords (``s_tir=...``) are accepted and ignored.
     """
+    _flags("T.prim_func", private=private, check_well_formed=check_well_formed)
     options = PrimFuncOptions(private, check_well_formed)
     if func is None:
         return FunctionDecorator(options)
@@ -176,6 +184,7 @@ def function(
 ) -> Any:
     """``@R.function`` / ``@R.function(private=True, pure=False)``: parse a graph-level
     function into a relax `Function`."""
+    _flags("R.function", private=private, pure=pure, check_well_formed=check_well_formed)
     options = RelaxFunctionOptions(private, pure, check_well_formed)
     if func is None:
         return FunctionDecorator(options)
@@ -225,6 +234,7 @@ def _decorate_class(cls: Any, options: ModuleOptions) -> IRModule:
 @entry_point
 def ir_module(cls: Any = None, *, check_well_formed: bool = True) -> Any:
     """``@I.ir_module``: parse a class of script functions into an `IRModule`."""
+    _flags("I.ir_module", check_well_formed=check_well_formed)
     options = ModuleOptions(check_well_formed)
     if cls is None:
         return IRModuleDecorator(options)
@@ -269,6 +279,8 @@ def assign_python(ev: ExprEvaluator, target: ast.expr, value: Any, env: dict[str
         env[target.id] = value
         return
     if isinstance(target, (ast.Tuple, ast.List)):
+        if not isinstance(value, (tuple, list)):
+            raise ev.src.error(target, f"cannot unpack {type(value).__name__} {value!r}")
         values = list(value)
         if len(values) != len(target.elts):
             raise ev.src.error(target, f"cannot unpack {len(values)} values into this target")

@@ -17,13 +17,16 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from kiln.errors import KilnError, ScriptError
+from kiln.ir.deep import DeepWalker, descend
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.node import Node
 from kiln.ir.op import Op
 from kiln.script.parser.source import Source
 from kiln.script.tir_ns.frames import extent_between
+from kiln.script.tir_ns.types import BufferSpec, VarSpec
 from kiln.tir import op as tir_op
+from kiln.tir.analysis.problems import expr_problem
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     EQ,
@@ -100,6 +103,12 @@ def one_line(e: BaseException) -> str:
     """The first line of an exception's message (a reason fit for a `ScriptError`)."""
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
+
+
+def one_line_repr(v: Any) -> str:
+    """``repr(v)`` on one line, cut to 60 characters."""
+    text = " ".join(repr(v).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def is_number(v: Any) -> bool:
@@ -186,7 +195,7 @@ def fill_all_spans(root: Any, span: Any) -> None:
                     stack.append((child, outer))
 
 
-class ExprEvaluator:
+class ExprEvaluator(DeepWalker):
     """Evaluates AST expressions against scopes and a Python environment."""
 
     def __init__(
@@ -220,7 +229,7 @@ class ExprEvaluator:
             reason = _UNSUPPORTED_EXPR.get(type(node).__name__)
             raise self.src.error(node, reason or f"unsupported syntax: {type(node).__name__}")
         try:
-            value = method(node)
+            value = descend(self, method, node)
         except ScriptError:
             raise
         except USER_ERRORS as e:
@@ -229,6 +238,9 @@ class ExprEvaluator:
             raise internal_error(self.src, node, e) from debug_cause(e)
         if isinstance(value, Node):
             fill_spans(value, lambda: self.src.span(node))
+            problem = expr_problem(value) if isinstance(value, PrimExpr) else None
+            if problem is not None:
+                raise self.src.error(node, problem)
         return value
 
     def at(self, node: ast.AST, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -249,6 +261,16 @@ class ExprEvaluator:
                     if repr(arg.value) in reason:
                         return self.src.error(arg, reason)
         return self.src.error(node, reason)
+
+    def truth(self, value: Any, node: ast.AST) -> bool:
+        """The Python truth of a value deciding something while parsing; IR objects other than
+        expressions (a buffer...) have none."""
+        if isinstance(value, (Node, BufferSpec, VarSpec)):
+            what = f"buffer {value.name!r}" if isinstance(value, Buffer) else type(value).__name__
+            raise self.src.error(
+                node, f"{what} cannot be a condition; compare a value, as in A[0] > 0"
+            )
+        return bool(value)
 
     # -- atoms -----------------------------------------------------------------------------------
     def e_Constant(self, node: ast.Constant) -> Any:
@@ -329,7 +351,7 @@ class ExprEvaluator:
                 return v
             return -v if isinstance(op, ast.USub) else ~v
         if isinstance(op, ast.Not):
-            return not v
+            return not self.truth(v, node.operand)
         return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[
             type(op)
         ](v)
@@ -342,11 +364,11 @@ class ExprEvaluator:
             v = self.eval(item)
             if not isinstance(v, PrimExpr):
                 if not exprs:
-                    if bool(v) != is_and:  # decided by a Python value, as Python would
+                    if self.truth(v, item) != is_and:  # decided by a Python value, as in Python
                         return v
                     last = v
                     continue
-                v = convert(bool(v))
+                v = convert(self.truth(v, item))
             exprs.append(v)
         if not exprs:
             return last
@@ -386,7 +408,7 @@ class ExprEvaluator:
             raise self.src.error(
                 node, "`a if cond else b` needs a Python condition; use T.if_then_else or T.Select"
             )
-        return self.eval(node.body) if cond else self.eval(node.orelse)
+        return self.eval(node.body) if self.truth(cond, node.test) else self.eval(node.orelse)
 
     # -- calls and indexing ------------------------------------------------------------------------
     def e_Call(self, node: ast.Call) -> Any:

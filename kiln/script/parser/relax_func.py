@@ -143,7 +143,8 @@ class RelaxFuncParser(RelaxEvaluator):
             attrs = {"global_symbol": name, **attrs}
         span = self.src.span(fdef)
         seq = SeqExpr(tuple(blocks), body, None, span)
-        func = Function(tuple(params), seq, ret, options.pure, Attrs(attrs), None, span)
+        attrs_node = self.at(fdef, Attrs, attrs)
+        func = Function(tuple(params), seq, ret, options.pure, attrs_node, None, span)
         func = self.at(fdef, self.bb.normalize, func)
         fill_relax_spans(func, span)
         return func
@@ -160,8 +161,8 @@ class RelaxFuncParser(RelaxEvaluator):
     def ret(self, node: ast.Return) -> Expr:
         if node.value is None:
             raise self.src.error(node, "return needs a value (use R.tuple() for nothing)")
-        value = as_value(self.eval(node.value))
-        if not is_value(value):
+        value = self.at(node.value, as_value, self.eval(node.value))
+        if not isinstance(value, Expr):
             raise self.src.error(node.value, f"cannot return a {type(value).__name__}")
         return self.at(node.value, self.bb.normalize_arg, value)
 

@@ -10,6 +10,7 @@ import ast
 import functools
 import inspect
 import linecache
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +76,17 @@ def source_from_text(text: str, name: str = "<script>") -> Source:
         line = e.lineno or 1
         shown = lines[line - 1] if 0 < line <= len(lines) else ""
         span = Span(name, line, e.offset or 1, line, (e.offset or 1) + 1, shown)
-        raise ScriptError(span, f"invalid Python syntax: {e.msg}") from None
+        hint = ""
+        if "nested parentheses" in e.msg:
+            hint = " (Python allows 200 levels; bind parts of the expression to variables)"
+        raise ScriptError(span, f"invalid Python syntax: {e.msg}{hint}") from None
+    except RecursionError:
+        raise ScriptError(
+            None,
+            f"{name}: an expression is nested too deeply for Python's parser, which stops at "
+            f"about {3 * sys.getrecursionlimit()} levels (three times the recursion limit); "
+            "bind parts of it to variables first",
+        ) from None
 
 
 def source_of_file(filename: str, module_globals: dict[str, Any] | None = None) -> Source:

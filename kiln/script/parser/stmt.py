@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import types
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from kiln.script.parser.expr import (
     internal_error,
     is_number,
     one_line,
+    one_line_repr,
 )
 from kiln.script.tir_ns.frames import (
     AssertFrame,
@@ -40,8 +42,9 @@ from kiln.script.tir_ns.frames import (
     loop_bounds,
 )
 from kiln.script.tir_ns.types import BufferSpec, DTypeCtor, VarSpec
+from kiln.tir.analysis.problems import stmt_problem
 from kiln.tir.buffer import Buffer
-from kiln.tir.expr import BufferLoad, Call, PrimExpr, Var, convert
+from kiln.tir.expr import Broadcast, BufferLoad, Call, PrimExpr, Var, convert
 from kiln.tir.stmt import (
     BufferStore,
     Evaluate,
@@ -164,13 +167,17 @@ class StmtParser(ExprEvaluator, ABC):
             reason = _UNSUPPORTED_STMT.get(type(node).__name__)
             raise self.src.error(node, reason or f"unsupported statement: {type(node).__name__}")
         try:
-            return method(node)
+            res = method(node)
         except ScriptError:
             raise
         except USER_ERRORS as e:
             raise self.src.error(node, one_line(e)) from None
         except Exception as e:
             raise internal_error(self.src, node, e) from debug_cause(e)
+        problem = stmt_problem(res) if isinstance(res, Stmt) else None
+        if problem is not None:
+            raise self.src.error(node, problem)
+        return res
 
     def open(self, frame: Frame, name: str | None, node: ast.stmt, target: ast.AST) -> Open:
         """Enter ``frame`` for the rest of the block, binding ``name`` to what it makes."""
@@ -189,6 +196,7 @@ class StmtParser(ExprEvaluator, ABC):
     def s_Expr(self, node: ast.Expr) -> Stmt | Open | None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # a docstring or a comment string
+        self.refuse_python_call(node.value)
         value = self.eval(node.value)
         if isinstance(value, Stmt):
             return value
@@ -197,11 +205,25 @@ class StmtParser(ExprEvaluator, ABC):
         if isinstance(value, FuncAttrs):
             self.func_attr(value, node)
             return None
-        if isinstance(value, PrimExpr) or (is_number(value) and not isinstance(value, float)):
-            return Evaluate(convert(value), self.src.span(node))
-        if value is None:
-            return None
-        raise self.src.error(node, f"a {type(value).__name__} value cannot be a statement")
+        if isinstance(value, PrimExpr):
+            return Evaluate(value, self.src.span(node))
+        raise self.src.error(
+            node,
+            f"this statement means nothing in TIR: it evaluates to the Python value "
+            f"{one_line_repr(value)} while parsing (a statement is a T call, a store, a loop...)",
+        )
+
+    def refuse_python_call(self, e: ast.expr) -> None:
+        """A statement calling a Python builtin (``print(...)``) is refused before it runs."""
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)):
+            return
+        func = self.lookup(e.func.id, e.func)
+        if isinstance(func, types.BuiltinFunctionType) and func.__module__ == "builtins":
+            raise self.src.error(
+                e,
+                f"{e.func.id}(...) is Python code that would run while parsing and leave nothing "
+                "in the IR; remove it",
+            )
 
     def s_Assign(self, node: ast.Assign) -> Stmt | Open | None:
         if len(node.targets) != 1:
@@ -292,6 +314,10 @@ class StmtParser(ExprEvaluator, ABC):
                 node.value if hasattr(node, "value") else node,
                 f"cannot store a {type(value).__name__} into buffer {buf.name!r}",
             )
+        lanes = convert(indices[-1]).dtype.lanes if indices else 1
+        if lanes > 1 and (is_number(value) or value.dtype.lanes == 1):
+            # NOTE: a scalar stored into a slice fills it (``A[0:4] = 0``), as in TVM
+            value = Broadcast(convert(value, buf.dtype), lanes)
         return BufferStore(buf, value, indices, self.src.span(node))
 
     def s_Return(self, node: ast.Return) -> Stmt:
@@ -313,7 +339,7 @@ class StmtParser(ExprEvaluator, ABC):
         cond = self.eval(node.test)
         msg = self.eval(node.msg) if node.msg is not None else ""
         if not isinstance(cond, PrimExpr):
-            if not cond:
+            if not self.truth(cond, node.test):
                 raise self.src.error(node, f"assertion failed while parsing: {msg}")
             return None
         return self.open(AssertFrame(cond, msg), None, node, node)
@@ -322,7 +348,7 @@ class StmtParser(ExprEvaluator, ABC):
     def s_If(self, node: ast.If) -> Stmt | None:
         cond = self.eval(node.test)
         if not isinstance(cond, PrimExpr):  # a Python condition picks a branch while parsing
-            chosen = node.body if cond else node.orelse
+            chosen = node.body if self.truth(cond, node.test) else node.orelse
             if not chosen:
                 return None
             with self.scope():

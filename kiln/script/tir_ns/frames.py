@@ -27,12 +27,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.node import as_attrs
 from kiln.ir.span import Span
 from kiln.ir.structural import structural_equal
 from kiln.script.tir_ns.types import BufferSpec, DTypeCtor, VarSpec, as_dtype, as_scope
-from kiln.tir.buffer import Buffer
+from kiln.tir.buffer import Buffer, check_extents
 from kiln.tir.expr import BOOL, Add, IntImm, PrimExpr, StringImm, Sub, Var, convert
 from kiln.tir.stmt import (
     Allocate,
@@ -185,10 +185,14 @@ class AllocateFrame(Frame):
 
     def enter(self, ctx: FrameContext, name: str | None, span: Span | None) -> Var:
         self.dtype = as_dtype(self.dtype)
+        if self.dtype.is_void:
+            raise IRValueError("T.allocate: elements of dtype void cannot be allocated")
         ptr = PointerType(PrimType(self.dtype), as_scope(self.scope))
         self.var = Var(name or "buf", ptr, span=span)
         ext = self.extents
-        self.extents = tuple(ext) if isinstance(ext, (tuple, list)) else (ext,)
+        self.extents = check_extents(
+            "T.allocate", tuple(ext) if isinstance(ext, (tuple, list)) else (ext,)
+        )
         return self.var
 
     def exit(self, body: Stmt, span: Span | None) -> Stmt:
@@ -275,7 +279,8 @@ def loop_bounds(start: Any, stop: Any) -> tuple[PrimExpr, PrimExpr]:
     if stop is None:
         start, stop = 0, start
     for v in (start, stop):
-        if isinstance(v, float) or (isinstance(v, PrimExpr) and not v.dtype.is_integer):
+        integer = isinstance(v, int) or (isinstance(v, PrimExpr) and v.dtype.is_integer)
+        if not integer or isinstance(v, bool):
             raise IRError(f"loop bounds must be integers, got {v!r}")
     ref = start if isinstance(start, PrimExpr) else stop
     dt = ref.dtype if isinstance(ref, PrimExpr) else convert(stop).dtype

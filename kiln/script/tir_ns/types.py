@@ -64,6 +64,8 @@ class VarSpec:
         """The dtype and type annotation of the variable (validates the spec)."""
         if not self.is_handle:
             dt = as_dtype(self.dtype)
+            if dt.is_void:
+                raise IRError("a variable cannot have dtype void; use e.g. T.int32 or T.handle")
             return dt, PrimType(dt)
         if self.pointee is None:
             return HANDLE, PrimType(HANDLE)
@@ -165,6 +167,9 @@ class BufferSpec:
         for dim in shape:
             if isinstance(dim, float) or (isinstance(dim, PrimExpr) and not dim.dtype.is_integer):
                 raise IRError(f"{self.what}: every dimension must be an integer, got {dim!r}")
+        for key in ("align", "offset_factor"):
+            if not isinstance(a[key], int) or isinstance(a[key], bool):
+                raise IRError(f"{self.what}: {key}= must be an integer, got {a[key]!r}")
         seps = a["axis_separators"]
         return decl_buffer(
             shape,

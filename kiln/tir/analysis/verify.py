@@ -7,7 +7,11 @@ Checks, reporting every problem with the offending node named (never crashing on
   loop bounds match the loop variable's dtype, buffer indices match the buffer's rank;
 - thread bindings are consistent: within one kernel a thread tag keeps one extent and is not
   re-bound inside itself;
-- a `Call` to a `GlobalVar` names a function of the module.
+- a `Call` to a `GlobalVar` names a function of the module;
+- no node has a problem of its own (`kiln.tir.analysis.problems`: a division by the constant zero,
+  a shift by an out-of-range constant, a constant index out of a constant dimension, a store
+  whose value lanes differ from its index lanes, a negative or non-integer dimension, a void
+  buffer), and a function with a return type returns on every path.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node, repr_short
 from kiln.ir.visitor import Visitor
+from kiln.tir.analysis.problems import (
+    always_returns,
+    buffer_problem,
+    expr_problem,
+    func_problem,
+    returns_value,
+    stmt_problem,
+)
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     ARITH_OPS,
@@ -65,12 +77,20 @@ class _Checker(Visitor):
         self.current: Stmt | None = None
         self.marks: dict[int, str] = {}
         """id(statement holding a problem) -> the first problem found there."""
+        self.masked = 0
+        """How many vector-condition ifs (masked stores) enclose the current node."""
 
     # -- helpers ------------------------------------------------------------------------------
     def visit(self, n: Any) -> None:
         if not isinstance(n, Stmt):
+            problem = expr_problem(n, self.masked > 0) if isinstance(n, PrimExpr) else None
+            if problem is not None:
+                self.err(n, problem)
             super().visit(n)
             return
+        problem = stmt_problem(n, self.masked > 0)
+        if problem is not None:
+            self.err(n, problem)
         saved, self.current = self.current, n
         try:
             super().visit(n)
@@ -104,6 +124,9 @@ class _Checker(Visitor):
         self.buffers.pop()
 
     def declare_buffer(self, buf: Buffer, where: Any) -> None:
+        problem = buffer_problem(buf)
+        if problem is not None:
+            self.err(where, problem)
         for e in (
             *buf.shape,
             *buf.strides,
@@ -287,7 +310,12 @@ class _Checker(Visitor):
     def visit_IfThenElse(self, s: IfThenElse) -> None:
         self.check_cond(s.condition, s)
         self.visit(s.condition)
-        self.body_scoped(s.then_case)
+        lanes = isinstance(s.condition, PrimExpr) and s.condition.dtype.lanes > 1
+        self.masked += lanes
+        try:
+            self.body_scoped(s.then_case)
+        finally:
+            self.masked -= lanes
         self.body_scoped(s.else_case)
 
     def visit_While(self, s: While) -> None:
@@ -339,6 +367,11 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
         if not isinstance(func.body, Stmt):
             c.err(func, f"body must be a statement, got {type(func.body).__name__}")
         c.visit(func.body)
+        problem = func_problem(func)
+        if problem is not None:
+            c.err(func, problem)
+        if returns_value(func.ret_type) and not always_returns(func.body):
+            c.err(func, f"declares a return type {func.ret_type} but can end without returning")
     except Exception as e:  # the verifier reports; it never crashes on malformed input
         c.errors.append(f"{name}: malformed IR ({type(e).__name__}: {e})")
     return c

@@ -18,6 +18,10 @@ Postconditions, per function (host C code, or CUDA device code, as the codegen w
   positive constant, they are plain ``/`` and ``%`` (loop ranges and integer lets give the
   bounds, through `kiln.arith`). Unsigned ones are always plain. Float ``floordiv`` is
   ``floor(a / b)``, float ``floormod`` is ``a - floor(a / b) * b``, float ``%`` is ``fmod``.
+- in host code, an integer division whose divisor `kiln.arith` cannot prove non-zero is guarded:
+  an ``AssertStmt`` before the statement (moved out of loops where the divisor is invariant)
+  raises ``ValueError`` instead of the trap C's division by zero is
+  (`kiln.tir.analysis.zero_division`); a divisor that is the constant 0 is a `PassError`.
 
 ``min`` / ``max`` and the bitwise builtins stay: every C-like target prints them directly.
 """
@@ -42,6 +46,7 @@ from kiln.tir import expr as E
 from kiln.tir import op as tir_op
 from kiln.tir import stmt as S
 from kiln.tir.analysis.device import func_target, is_device_function
+from kiln.tir.analysis.zero_division import guard_divisions, guard_value
 from kiln.tir.attrs import PACKED_API
 from kiln.tir.builtin import MATH_OPS, MathOp
 from kiln.tir.function import PrimFunc, PrimFuncPass
@@ -65,10 +70,14 @@ class LowerIntrin(PrimFuncPass):
         targets = [t for t in (func_target(func), self.target) if t is not None]
         fast = device and any(t.kind == "cuda" and t.get("fast_math") for t in targets)
         lower = _Lower(cuda=device, fast_math=bool(fast), where=gv.name_hint)
-        out = func.with_body(lower.visit(func.body))
+        body = func.body if device else guard_divisions(func.body, gv.name_hint, self.name)
+        out = func.with_body(lower.visit(body))
         api = out.get_attr(PACKED_API)
         if api is not None:  # the entry's shape checks are printed as C too
-            checks = tuple(replace(c, value=lower.visit(c.value)) for c in api.checks)
+            checks = tuple(
+                replace(c, value=lower.visit(guard_value(c.value, gv.name_hint, self.name)))
+                for c in api.checks
+            )
             if any(a is not b for a, b in zip(checks, api.checks)):
                 out = out.with_attr(PACKED_API, replace(api, checks=checks))
         return out

@@ -4,13 +4,14 @@ of the nn operators."""
 
 from kiln.topi.generic import nn as _nn  # registers softmax, layer_norm and pooling schedules
 from kiln.topi.generic.common import SCHEDULES, ScheduleContext, register_schedule
-from kiln.topi.generic.graph import recompute_for, rfactor
+from kiln.topi.generic.graph import pad_axis, recompute_for, rfactor
 from kiln.topi.generic.injective import schedule_injective
 from kiln.topi.generic.reduction import schedule_reduce
 
 __all__ = [
     "SCHEDULES",
     "ScheduleContext",
+    "pad_axis",
     "recompute_for",
     "register_schedule",
     "rfactor",

@@ -3,10 +3,18 @@
 The vector width is the target's (`kiln.ir.Target.vector_bytes`: the ISA of the ``c`` target's
 ``mcpu``, the host's by default): 16 float32 lanes with AVX-512, 8 with AVX2. Reductions keep
 `ACCUMULATOR_VECTORS` registers of partial results (`ScheduleContext.accumulator_lanes`).
+
+Threads (`parallelize`): a loop nest runs in parallel only when its estimated time on one core
+(points of the nest times a per-point cost, `NS_PER_ELEMENT` and the like) is at least
+`PARALLEL_MIN_NS`. A nest whose size is symbolic is made parallel with a *grain*: the loop gets
+the annotation `kiln.tir.attrs.PARALLEL_GRAIN` (the trip count below which the loop is not worth
+threads), which the C emitter prints as the OpenMP ``if`` clause, so a symbolic batch of 1 runs
+on one thread and a batch of 1000 on all of them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +22,8 @@ from typing import Any
 from kiln.ir.dtype import DataType
 from kiln.ir.target import Target
 from kiln.te import AxisVar, Schedule, Stage, Tensor
+from kiln.te.schedule import Fuse, Split
+from kiln.tir.attrs import PARALLEL_GRAIN
 from kiln.topi.utils import const_int, prod
 
 ACCUMULATOR_VECTORS = 2
@@ -22,8 +32,33 @@ most of their latency. NOTE: measured 1 thread on a Zen 4 EPYC, AVX2 code (8 lan
 register / two: sum over 1M floats 283 / 147 us, softmax 128x1024 113 / 78 us, layer_norm
 128x768 41 / 25 us; AVX-512 code (16 lanes): the sum 57 / 50 us, the others unchanged."""
 
-PARALLEL_MIN_ELEMENTS = 16384
-"""Loops touching fewer elements run on one thread: an OpenMP fork/join costs microseconds."""
+PARALLEL_MIN_NS = 100_000.0
+"""A loop nest estimated to take less than this many nanoseconds on one core runs on one thread.
+
+NOTE: an OpenMP parallel region costs a fork and a join. kiln's OpenMP runtime is libgomp with
+``OMP_WAIT_POLICY=passive`` (`kiln.config`): an idle worker sleeps, so each region wakes it
+(futex) and waits for it at the end. Measured on the shared 2-core Zen 4 VM (load 3-6 from other
+engineers' jobs), 2 threads against 1, medians of interleaved worker processes: ``add`` over
+32K / 128K / 512K float32 elements 5.6 / 23 / 81 us on 1 thread, 16 / 36 / 101 us on 2; softmax
+over 16 / 128 / 512 rows of 1024, 8.8 / 63 / 261 us on 1 thread, 28 / 86 / 299 us on 2: a region
+costs 10-20 us there, and on a loaded machine the second core is often not free at all. Below
+about 100 us of work a second thread is a gamble that loses more often than it wins; the
+schedules below keep such nests on one thread (2 threads are then never slower than 1).
+Spin-waiting instead (``GOMP_SPINCOUNT=20000``, no wait policy) was measured in the same runs
+(load average 14): every kernel on 2 threads took 1-3 ms instead of 10-200 us, since a spinning
+worker holds a core the other processes want, so `kiln.config` keeps ``passive``.
+"""
+
+NS_PER_ELEMENT = 0.2
+"""Estimated one-core time of one output element of an element-wise (injective) stage:
+memory-bound (measured: ``add`` of two 128x768 float32 arrays in 15 us)."""
+
+NS_PER_REDUCED = 0.05
+"""Estimated one-core time per input element of a vectorized reduction (measured:
+``sum(relu(x * a + b))`` over 1M float32 in 50 us)."""
+
+PARALLEL_GRAIN_MAX = 1 << 30
+"""The largest grain written on a loop (a nest whose iterations are nearly free)."""
 
 RFACTOR_PARTS_MIN = 1 << 15
 """A full reduction (few outputs) of at least this many elements is split into parts that run
@@ -78,9 +113,63 @@ def num_elements(axes: Any) -> int | None:
     return prod(e for e in exts if e is not None)
 
 
-def worth_parallel(elements: int | None) -> bool:
-    """True when a loop over ``elements`` values should be split across threads."""
-    return elements is None or elements >= PARALLEL_MIN_ELEMENTS
+def worth_parallel(points: int | None, ns_per_point: float = NS_PER_ELEMENT) -> bool:
+    """True when a nest of ``points`` iterations costing ``ns_per_point`` each on one core should
+    be split across threads (a symbolic nest: see `parallelize`)."""
+    return points is None or points * ns_per_point >= PARALLEL_MIN_NS
+
+
+def leaf_extent(stage: Stage, axis: AxisVar) -> int | None:
+    """The constant trip count of leaf loop ``axis`` of ``stage`` (replaying its splits and
+    fuses), or None when it is symbolic."""
+    ext: dict[AxisVar, int | None] = {a: extent(a) for a in stage.all_iter_vars}
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            whole = ext.get(rel.parent)
+            if rel.factor is not None:
+                f = const_int(rel.factor)
+                ext[rel.inner] = f
+                ext[rel.outer] = None if whole is None or f is None else -(-whole // f)
+            else:
+                p = const_int(rel.nparts) if rel.nparts is not None else None
+                ext[rel.outer] = p
+                ext[rel.inner] = None if whole is None or p is None else -(-whole // p)
+        elif isinstance(rel, Fuse):
+            a, b = ext.get(rel.outer), ext.get(rel.inner)
+            ext[rel.fused] = None if a is None or b is None else a * b
+    return ext.get(axis)
+
+
+def inner_points(stage: Stage, axis: AxisVar) -> int:
+    """Iterations of the loops inside leaf ``axis`` of ``stage`` (a symbolic loop counts 1)."""
+    leaves = stage.leaf_iter_vars
+    total = 1
+    for a in leaves[leaves.index(axis) + 1 :]:
+        total *= leaf_extent(stage, a) or 1
+    return total
+
+
+def parallelize(
+    stage: Stage, axis: AxisVar, points: int | None, ns_per_point: float, iter_ns: float
+) -> bool:
+    """Run leaf ``axis`` of ``stage`` in parallel when the nest is worth it; returns whether it
+    does.
+
+    ``points`` (None: symbolic) iterations of ``ns_per_point`` each make the nest; ``iter_ns``
+    estimates one iteration of ``axis``. A constant nest is parallel when it reaches
+    `PARALLEL_MIN_NS`; a symbolic one is parallel with the grain ``PARALLEL_MIN_NS / iter_ns``
+    (`kiln.tir.attrs.PARALLEL_GRAIN`): below that trip count it runs on one thread.
+    """
+    if points is not None:
+        if not worth_parallel(points, ns_per_point):
+            return False
+        stage.parallel(axis)
+        return True
+    stage.parallel(axis)
+    grain = math.ceil(PARALLEL_MIN_NS / max(iter_ns, 1e-3))
+    if grain > 1:
+        stage.pragma(axis, PARALLEL_GRAIN, min(grain, PARALLEL_GRAIN_MAX))
+    return True
 
 
 def fuse_all(stage: Stage, axes: list[AxisVar]) -> AxisVar | None:

@@ -1,4 +1,4 @@
-"""Schedule steps that change the compute graph: `rfactor` and `recompute_for`.
+"""Schedule steps that change the compute graph: `rfactor`, `recompute_for` and `pad_axis`.
 
 `kiln.te` has no such primitives yet, so they live here, built the way `te.prim_cache` builds
 ``cache_write``: a new stage is inserted and a stage's operation is replaced, while the original
@@ -13,20 +13,34 @@ tensor keeps mapping to its stage (so arguments and readers still find it).
 - ``recompute_for(s, reader, tensors)`` gives ``reader`` private copies of ``tensors`` (producers
   first): a stage whose value two consumers need inside the same loop can be computed twice
   there, which `te`'s ``compute_at`` (one reader per attached stage) otherwise forbids.
+- ``pad_axis(s, T, d, multiple)`` makes ``T``'s stage compute a domain whose axis ``d`` is
+  rounded up to a multiple of ``multiple``, evaluating ``T`` at ``min(i, n - 1)`` there: a tile
+  of ``multiple`` along ``d`` computed at a reader's loop then never leaves the (padded) domain,
+  so it needs no guard inside its loops; the reader still reads rows ``< n`` only. This is how a
+  register-tiled matrix product with a symbolic row count stays guard-free.
+- ``pad_axis_with_zeros(s, T, d, multiple)`` does the same for a constant extent whose padded
+  points must not read past an input's end (a matrix product's columns, read from B's rows):
+  every input ``T`` reads with the axis as a bare index is read from a new zero-padded copy
+  instead, so the padded points compute zeros that no reader looks at.
 
-NOTE: both belong in `kiln.te` as schedule primitives; see the report of this change.
+NOTE: these belong in `kiln.te` as schedule primitives; see the report of this change.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kiln import te
 from kiln.errors import IRError
+from kiln.ir.visitor import pre_order_nodes
 from kiln.te import AxisVar, ComputeOp, Reduce, Schedule, Stage, Tensor, reduce_axis
+from kiln.te.inline import loads_in
 from kiln.te.rewrite import rewrite_loads, substitute_axes
 from kiln.te.tensor import ProducerLoad
-from kiln.tir.expr import And, IntImm, PrimExpr, convert
+from kiln.tir.expr import And, IntImm, Min, PrimExpr, convert
 from kiln.tir.stmt import Range
+from kiln.topi import tag
+from kiln.topi.tag import Pattern, attrs_for
 
 
 def _replace_op(sch: Schedule, stage: Stage, op: ComputeOp) -> None:
@@ -163,3 +177,93 @@ def _redirect(
         return copy[n.indices] if copy is not None else n
 
     return rewrite_loads(body, load, vmap)
+
+
+def pad_axis(sch: Schedule, tensor: Tensor, dim: int, multiple: int) -> None:
+    """Make ``tensor``'s stage compute axis ``dim`` over ``ceil(n / multiple) * multiple``
+    points, each at ``min(i, n - 1)`` (see module docstring); a no-op when ``multiple`` divides
+    a constant extent."""
+    stage = sch[tensor]
+    op = stage.op
+    if not isinstance(op, ComputeOp):
+        raise IRError(f"pad_axis: {stage.name!r} is a placeholder")
+    if stage.relations or stage.iter_attrs or stage.attach_type != "root":
+        raise IRError(f"pad_axis: stage {stage.name!r} is already scheduled; pad it first")
+    ax = op.axis[dim]
+    assert ax.dom is not None
+    n = ax.dom.extent
+    if isinstance(n, IntImm) and n.value % multiple == 0:
+        return
+    padded = _ceil(n, multiple) * multiple
+    axes = list(_fresh_axes(op.axis))
+    axes[dim] = AxisVar(ax.name, ax.dtype, dom=Range(convert(0, ax.dtype), padded))
+    vmap: dict[Any, PrimExpr] = dict(zip(op.axis, axes))
+    vmap[ax] = Min(axes[dim], n - 1)
+    body = _redirect(sch, op.body, {}, vmap)
+    raxes = body.axis if isinstance(body, Reduce) else ()
+    _replace_op(sch, stage, ComputeOp(op.name, op.tag, op.attrs, tuple(axes), raxes, body))
+
+
+def pad_axis_with_zeros(sch: Schedule, tensor: Tensor, dim: int, multiple: int) -> bool:
+    """Pad constant axis ``dim`` of ``tensor``'s stage to a multiple of ``multiple``, reading
+    zero-padded copies of the inputs indexed by it (see module docstring); returns False (and
+    changes nothing) when the axis is used other than as a bare index of an input read."""
+    stage = sch[tensor]
+    op = stage.op
+    assert isinstance(op, ComputeOp) and stage.attach_type == "root" and not stage.relations
+    ax = op.axis[dim]
+    n = ax.dom.extent if ax.dom is not None else None
+    if not isinstance(n, IntImm) or n.value % multiple == 0:
+        return False
+    uses = _bare_uses(op.body, ax)
+    if uses is None:
+        return False
+    padded = convert(-(-n.value // multiple) * multiple, n.dtype)
+    axes = list(_fresh_axes(op.axis))
+    axes[dim] = AxisVar(ax.name, ax.dtype, dom=Range(convert(0, ax.dtype), padded))
+    copies = {sch[src]: _zero_padded(sch, src, pos, padded, stage) for src, pos in uses.items()}
+    body = _redirect(sch, op.body, copies, dict(zip(op.axis, axes)))
+    raxes = body.axis if isinstance(body, Reduce) else ()
+    _replace_op(sch, stage, ComputeOp(op.name, op.tag, op.attrs, tuple(axes), raxes, body))
+    return True
+
+
+def _mentions(e: Any, ax: AxisVar) -> bool:
+    return any(node is ax for node in pre_order_nodes(e))
+
+
+def _bare_uses(body: Any, ax: AxisVar) -> dict[Tensor, int] | None:
+    """The tensors read with ``ax`` as a bare index (tensor -> position), or None when ``ax``
+    is used any other way."""
+    found: dict[Tensor, int] = {}
+    bare = 0
+    for load in loads_in(body):
+        pos = [p for p, i in enumerate(load.indices) if i is ax]
+        if any(_mentions(i, ax) for i in load.indices if i is not ax) or len(pos) > 1:
+            return None
+        if pos:
+            if found.setdefault(load.producer, pos[0]) != pos[0]:
+                return None
+            bare += 1
+    total = sum(1 for node in pre_order_nodes(body) if node is ax)
+    if total != bare:
+        return None
+    return found
+
+
+def _zero_padded(sch: Schedule, src: Tensor, pos: int, padded: PrimExpr, before: Stage) -> Tensor:
+    """A new stage: ``src`` with axis ``pos`` extended to ``padded`` by zeros."""
+    shape = list(src.shape)
+    n = shape[pos]
+    shape[pos] = padded
+    zero = convert(0.0 if src.dtype.is_float else 0, src.dtype)
+
+    def body(*i: Any) -> Any:
+        clamped = list(i)
+        clamped[pos] = Min(i[pos], n - 1)
+        return te.if_then_else(i[pos] < n, src[tuple(clamped)], zero)
+
+    attrs = attrs_for(tag.INJECTIVE, Pattern.INJECTIVE, no_inline=True)
+    out = te.compute(tuple(shape), body, name=f"{src.name}_pad", tag=tag.INJECTIVE, attrs=attrs)
+    sch.add_stage(Stage(sch, out.op), sch.stages.index(before))
+    return out

@@ -10,12 +10,23 @@ the stage is big enough):
   fused and split by ``lanes`` (the division by constant extents is cheap and the vector loop
   has no tail);
 - otherwise: ``fuse(outer axes)`` / ``last_outer`` / ``last_inner`` with a guarded tail.
+
+The outer loop runs in parallel when the stage is worth threads (`parallelize`, at
+`NS_PER_ELEMENT` per element; a symbolic shape gets a run-time grain).
 """
 
 from __future__ import annotations
 
 from kiln.te import Schedule, Tensor
-from kiln.topi.generic.common import ScheduleContext, extent, fuse_all, num_elements, worth_parallel
+from kiln.topi.generic.common import (
+    NS_PER_ELEMENT,
+    ScheduleContext,
+    extent,
+    fuse_all,
+    inner_points,
+    num_elements,
+    parallelize,
+)
 
 
 def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
@@ -41,6 +52,7 @@ def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
         outer = head if head is not None else lo
     if li is not None:
         stage.vectorize(li)
-    if outer is not None and worth_parallel(total):
-        stage.parallel(outer)
+    if outer is not None:
+        per_iter = inner_points(stage, outer) * NS_PER_ELEMENT
+        parallelize(stage, outer, total, NS_PER_ELEMENT, per_iter)
     ctx.done.add(stage)

@@ -23,14 +23,19 @@ and stored once.
 
 from __future__ import annotations
 
+from kiln.ir import structural_equal
 from kiln.te import AxisVar, ComputeOp, ProducerLoad, Schedule, Stage, Tensor
 from kiln.te.inline import effective_bodies, loads_in
 from kiln.topi.generic.common import (
+    NS_PER_ELEMENT,
+    NS_PER_REDUCED,
     RFACTOR_PARTS_MIN,
     ScheduleContext,
     extent,
     fuse_all,
+    inner_points,
     num_elements,
+    parallelize,
     readers_of,
     worth_parallel,
 )
@@ -61,13 +66,28 @@ def epilogue_host(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> Stage | Non
         return None
     if len(hop.axis) != len(stage.op.axis):
         return None
-    if any(extent(a) is None or extent(a) != extent(b) for a, b in zip(hop.axis, stage.op.axis)):
+    if not all(same_extent(a, b) for a, b in zip(hop.axis, stage.op.axis)):
         return None
     body = effective_bodies(sch)[host]
     for load in loads_in(body):
         if sch.stage_map.get(load.producer.op) is stage and not _identity(load, hop.axis):
             return None
     return host
+
+
+def same_extent(a: AxisVar, b: AxisVar) -> bool:
+    """True when axes ``a`` and ``b`` have the same extent (equal constants, or the same
+    symbolic expression)."""
+    ea, eb = extent(a), extent(b)
+    if ea is not None or eb is not None:
+        return ea == eb
+    assert a.dom is not None and b.dom is not None
+    return structural_equal(a.dom.extent, b.dom.extent)
+
+
+def reduce_points(op: ComputeOp) -> int | None:
+    """Input elements one output of reduction ``op`` reads (None when symbolic)."""
+    return num_elements(op.reduce_axis)
 
 
 def _identity(load: ProducerLoad, axes: tuple[AxisVar, ...]) -> bool:
@@ -90,18 +110,27 @@ def schedule_reduce(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
         ctx.done.add(host)
 
 
-def _host_loop(host: Stage) -> AxisVar | None:
-    """Fuse the host's axes into one loop (parallel when big enough) and return it."""
+def point_ns(op: ComputeOp) -> float:
+    """Estimated one-core time of one output of reduction ``op`` (a symbolic reduction extent
+    counts as one vector of accumulators)."""
+    return (reduce_points(op) or 32) * NS_PER_REDUCED + NS_PER_ELEMENT
+
+
+def _host_loop(host: Stage, ns: float) -> AxisVar | None:
+    """Fuse the host's axes into one loop (parallel when worth it, ``ns`` per point) and
+    return it."""
     axes = list(host.op.axis)
     fused = fuse_all(host, axes)
-    if fused is not None and worth_parallel(num_elements(axes)):
-        host.parallel(fused)
+    if fused is not None:
+        parallelize(host, fused, num_elements(axes), ns, ns)
     return fused
 
 
 def _parts(k_ext: int | None, n_out: int | None) -> int:
     """How many parallel parts a reduction of ``k_ext`` values per output is split into."""
     if k_ext is None or n_out is None or n_out >= 4 or k_ext < RFACTOR_PARTS_MIN:
+        return 1
+    if not worth_parallel(k_ext * n_out, NS_PER_REDUCED):
         return 1
     return max(2, min(64, k_ext // (RFACTOR_PARTS_MIN // 2)))
 
@@ -118,16 +147,16 @@ def _schedule_inner(
     rf = rfactor(sch, op.output(0), lanes, parts) if use_rf else None
     data = list(op.axis)
     attach: AxisVar | None = None
+    ns = point_ns(op)
     if host is not None:
-        loop = _host_loop(host)
+        loop = _host_loop(host, ns)
         if loop is not None:
             stage.compute_at(host, loop)
             attach = data[-1] if data else None
     elif data:
         attach = fuse_all(stage, data)
-        work = None if n_out is None or k_ext is None else n_out * k_ext
-        if worth_parallel(work) and (n_out is None or n_out > 1):
-            stage.parallel(attach)
+        if n_out is None or n_out > 1:
+            parallelize(stage, attach, n_out, ns, ns)
     if rf is None:
         return
     if parts > 1:
@@ -167,6 +196,7 @@ def _schedule_outer(
     """Vectorize over the last data axis with the reduction loops outside it; the accumulators
     of one vector of outputs live in a tile buffer (the epilogue's, or a local one)."""
     total = num_elements(stage.op.axis)
+    ns = point_ns(stage.op)  # type: ignore[arg-type]
     if host is None:
         local = sch[sch.cache_write(stage.op.output(0), "local")]
         ctx.done.add(local)
@@ -175,7 +205,6 @@ def _schedule_outer(
     jo, ji = host.split(haxes[-1], factor=lanes)
     outer = fuse_all(host, [*haxes[:-1], jo])
     host.vectorize(ji)
-    if worth_parallel(total):
-        host.parallel(outer)
+    parallelize(host, outer, total, ns, ns * inner_points(host, outer))
     stage.compute_at(host, outer)
     _lanes_innermost(stage)

@@ -7,15 +7,15 @@ from typing import Any
 
 from kiln import te
 from kiln.te import AxisVar, ComputeOp, Schedule, Stage
+from kiln.topi.generic import common as generic
+from kiln.topi.generic.common import leaf_extent
 from kiln.topi.tag import is_injective
 from kiln.topi.utils import const_int
 
-PARALLEL_MIN_WORK = 1 << 18
-"""Loop nests doing less work (multiply-adds or copies) than this run on one thread: starting an
-OpenMP parallel region costs microseconds."""
-
-PARALLEL_MIN_COPY = 1 << 16
-"""Copy stages (packing, padding) of fewer elements than this run on one thread."""
+NS_PER_MAC = 0.02
+"""Estimated one-core time of one multiply-add of a register-tiled kernel (about 100 GFLOP/s of
+float32 FMA on one Zen 4 core); a nest below `kiln.topi.generic.common.PARALLEL_MIN_NS` of it
+runs on one thread (see the measurements there)."""
 
 EXPLICIT_VECTOR = "explicit_vector"
 """The loop pragma asking the C emitter for explicit vector code
@@ -34,8 +34,15 @@ def work_of(op: Any) -> int | None:
 
 
 def worth_parallel(work: int | None) -> bool:
-    """True when a nest doing ``work`` should be split across threads."""
-    return work is None or work >= PARALLEL_MIN_WORK
+    """True when a nest doing ``work`` multiply-adds should be split across threads (always
+    for a symbolic nest; `parallelize_tiles` gives those a run-time grain)."""
+    return generic.worth_parallel(work, NS_PER_MAC)
+
+
+def parallelize_tiles(stage: Stage, axis: AxisVar, work: int | None, iter_work: int) -> bool:
+    """`kiln.topi.generic.common.parallelize` for a nest of ``work`` multiply-adds (None:
+    symbolic) whose loop ``axis`` does ``iter_work`` of them per iteration."""
+    return generic.parallelize(stage, axis, work, NS_PER_MAC, iter_work * NS_PER_MAC)
 
 
 def fuse_axes(stage: Stage, axes: list[AxisVar]) -> AxisVar:
@@ -46,24 +53,11 @@ def fuse_axes(stage: Stage, axes: list[AxisVar]) -> AxisVar:
 def pick_parallel(stage: Stage, loops: list[AxisVar]) -> AxisVar:
     """The loop of ``loops`` (outermost first) to run in parallel: the first with at least 4
     iterations, else the one with the most."""
-    extents = [_leaf_extent(stage, a) for a in loops]
+    extents = [leaf_extent(stage, a) for a in loops]
     for axis, ext in zip(loops, extents):
         if ext is None or ext >= 4:
             return axis
     return max(zip(loops, extents), key=lambda p: p[1] or 0)[0]
-
-
-def _leaf_extent(stage: Stage, axis: AxisVar) -> int | None:
-    """The constant trip count of leaf ``axis`` (replaying the stage's splits), or None."""
-    from kiln.te.schedule import Split
-
-    extents = {a: const_int(a.dom.extent) if a.dom is not None else None for a in stage.op.axis}
-    for rel in stage.relations:
-        if isinstance(rel, Split) and rel.factor is not None:
-            ext, f = extents.get(rel.parent), const_int(rel.factor)
-            extents[rel.inner] = f
-            extents[rel.outer] = None if ext is None or f is None else -(-ext // f)
-    return extents.get(axis)
 
 
 def vectorize(stage: Stage, axis: AxisVar) -> None:
@@ -90,7 +84,7 @@ def schedule_pack(stage: Stage, work: int | None) -> None:
     order = (stage.op.attrs or {}).get("read_order")
     if order is not None:
         stage.reorder(*(axes[i] for i in order))
-    if outer and worth_parallel(work) and (copies is None or copies >= PARALLEL_MIN_COPY):
+    if outer and worth_parallel(work) and generic.worth_parallel(copies):
         stage.parallel(fuse_axes(stage, outer))
     if order is None:
         vectorize(stage, axes[-1])

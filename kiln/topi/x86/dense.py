@@ -29,6 +29,8 @@ from typing import Any
 from kiln import te
 from kiln.te import Schedule, Stage, Tensor
 from kiln.tir.expr import Min, convert
+from kiln.topi.generic.common import inner_points, leaf_extent
+from kiln.topi.generic.graph import pad_axis, pad_axis_with_zeros
 from kiln.topi.nn.dense import (
     BATCH_MATMUL,
     DENSE,
@@ -46,7 +48,7 @@ from kiln.topi.nn.dense_packed import matmul_packed as nn_matmul_packed
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int
 from kiln.topi.x86 import common
-from kiln.topi.x86.cpu import Tile, cpu_target, matmul_tile, panel_tile, round_up
+from kiln.topi.x86.cpu import TILE_ROWS, Tile, cpu_target, matmul_tile, panel_tile, round_up
 
 ACC_TAG = "x86_matmul"
 """Tag of the accumulation stage (the anchor `schedule_matmul` looks for)."""
@@ -180,24 +182,42 @@ def matmul_packed(
 
 
 # -- schedules -----------------------------------------------------------------------------------
-def tile_loops(stage: Stage, tile: Tile, work: int | None) -> tuple[Any, Any, Any]:
+B_IN_CACHE_BYTES = 1 << 19
+"""A plain product whose ``op(B)`` is at most this big walks row tiles outermost (B stays in L2
+for every row tile); a bigger one walks column panels outermost (one panel stays in cache)."""
+
+
+def tile_loops(
+    stage: Stage, tile: Tile, work: int | None, depth: int | None = None
+) -> tuple[Any, Any, Any]:
     """Split the last two axes of ``stage`` into ``tile.rows x tile.cols`` tiles; returns the
     innermost tile loop (where a tile is computed), the unrolled row loop and the column loop.
 
     Column panels are outside row tiles (a packed panel then stays in cache while A streams
     through) unless there are fewer than 4 of them; the first tile loop (batch included) with
-    at least 4 iterations runs in parallel.
+    at least 4 iterations runs in parallel when the ``work`` (multiply-adds) is worth threads.
+    With a symbolic row count the row tiles run in parallel, with a run-time grain
+    (`common.parallelize_tiles`; ``depth``, the multiply-adds per output element, sizes it).
     NOTE: tile loops are not fused for parallelism: TE's bound inference cannot prove a
     ``fused % n`` tile inside the tensor and would guard every access of the kernel.
     """
     *batch, i, j = stage.op.axis
     jo, ji = stage.split(j, factor=tile.cols)
     io, ii = stage.split(i, factor=tile.rows)
-    panels = const_int(j.dom.extent)
-    order = [jo, io] if panels is None or panels >= 4 * tile.cols else [io, jo]
+    m, k = const_int(j.dom.extent), depth or 1
+    if const_int(i.dom.extent) is None:
+        b_bytes = (m or 1 << 16) * k * 4
+        order = [jo, io] if b_bytes > B_IN_CACHE_BYTES else [io, jo]
+    else:
+        order = [jo, io] if m is None or m >= 4 * tile.cols else [io, jo]
     stage.reorder(*batch, *order, ii, ji)
-    if common.worth_parallel(work):
-        stage.parallel(common.pick_parallel(stage, [*batch, *order]))
+    loops = [*batch, *order]
+    if work is None:
+        symbolic = [a for a in loops if leaf_extent(stage, a) is None]
+        axis = symbolic[0] if symbolic else common.pick_parallel(stage, loops)
+        common.parallelize_tiles(stage, axis, None, inner_points(stage, axis) * k)
+    elif common.worth_parallel(work):
+        stage.parallel(common.pick_parallel(stage, loops))
     stage.unroll(ii)
     common.vectorize(stage, ji)
     return order[-1], ii, ji
@@ -220,24 +240,51 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
 
 def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
     """A register-tiled schedule (tile for ``target``, default the host) for the plain
-    reduction of `kiln.topi.nn.dense` (correct for every shape; edges that do not divide the
-    tile are guarded inside the kernel)."""
+    reduction of `kiln.topi.nn.dense` (correct for every shape, symbolic ones included; edges
+    that do not divide the tile are guarded inside the kernel).
+
+    When one element-wise stage reads the product (``relu(x @ w + b)``, epilogues inlined), that
+    stage is tiled and the product is computed per tile into a tile-sized buffer, so product and
+    epilogue are one loop nest (one parallel region, no full-size temporary); otherwise the
+    product is accumulated in a local tile and copied out. A symbolic row count takes full
+    `kiln.topi.x86.cpu.TILE_ROWS`-row tiles. The tile never leaves the (padded) domain of the
+    product, so the accumulation has no guards: rows past the end are computed again from the
+    last row (`pad_axis`), and an output narrower than one vector reads a zero-padded copy of B
+    (`pad_axis_with_zeros`); only the copy-out is guarded. Returns the stages placed.
+    """
     stage = sch[c]
-    cl = sch.cache_write(c, "local")
     *_, i, j = stage.op.axis
-    n, m = (const_int(x.dom.extent) or 1 for x in (i, j))
-    tile = matmul_tile(n, m, c.dtype, cpu_target(target))
-    at, _, _ = tile_loops(stage, tile, common.work_of(cl.op))
-    local = sch[cl]
-    local.compute_at(stage, at)
-    *_, ci, cj = cl.op.axis
-    local.reorder(cl.op.reduce_axis[0], ci, cj)
-    local.unroll(ci)
-    common.vectorize(local, cj)
-    return [stage, local]
+    n, m = (const_int(x.dom.extent) for x in (i, j))
+    tile = matmul_tile(n or TILE_ROWS, m or 1 << 16, c.dtype, cpu_target(target))
+    host = common.tile_host(sch, stage)
+    if host is None:
+        acc_t = sch.cache_write(c, "local")
+        acc, out = sch[acc_t], stage
+    else:
+        acc_t, acc, out = c, stage, host
+    placed = [out, acc]
+    if n is None or n % tile.rows:
+        pad_axis(sch, acc_t, -2, tile.rows)
+    if m is not None and m < tile.lanes and pad_axis_with_zeros(sch, acc_t, -1, tile.lanes):
+        pads = [st for st in sch.stages if st.name.endswith("_pad") and st not in placed]
+        for p in pads:
+            common.schedule_pack(p, None)
+        placed += pads
+    k = const_int(acc.op.reduce_axis[0].dom.extent)
+    at, _, _ = tile_loops(out, tile, common.work_of(acc.op), k)
+    acc.compute_at(out, at)
+    *_, ci, cj = acc.op.axis
+    acc.reorder(acc.op.reduce_axis[0], ci, cj)
+    acc.unroll(ci)
+    common.vectorize(acc, cj)
+    return placed
 
 
-PLAIN_TAGS = (MATMUL, DENSE, BATCH_MATMUL)
+MATMUL_ANY = "matmul_any"
+"""The tag of `kiln.relax.op.linear_algebra.matmul_any`: the legalized ``relax.matmul`` for
+symbolic shapes, broadcast batches and dtype changes (a plain reduction over the last axis)."""
+
+PLAIN_TAGS = (MATMUL, DENSE, BATCH_MATMUL, MATMUL_ANY)
 
 
 def schedule_matmul(outs: Any, target: Any = None) -> Schedule:
