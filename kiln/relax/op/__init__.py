@@ -55,6 +55,15 @@ from kiln.relax.op.reduce import argmax, argmin, max, mean, min, prod, sum, vari
 from kiln.relax.op.registry import OpDef, find_op_def, get_op_def, list_op_defs, register_op
 from kiln.relax.op.unary import (
     abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    cosh,
+    sinh,
+    tan,
     astype,
     ceil,
     clip,

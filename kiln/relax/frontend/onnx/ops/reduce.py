@@ -1,0 +1,104 @@
+"""Reductions and normalizing along an axis: ``Reduce*``, ``ArgMax ArgMin``, ``Softmax
+LogSoftmax Hardmax``.
+
+``Reduce*`` read their axes from the attribute (older opsets) or the second input; an empty
+axes list reduces everything unless ``noop_with_empty_axes`` says to pass the input through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln.relax import op as R
+from kiln.relax.expr import Expr, const
+from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dim_values, dtype, ndim
+from kiln.relax.frontend.onnx.ops.elementwise import scalar
+from kiln.relax.frontend.onnx.ops.tensor import axes_of
+from kiln.tir.expr import PrimExpr
+
+SIMPLE = {
+    "ReduceSum": R.sum,
+    "ReduceMean": R.mean,
+    "ReduceMax": R.max,
+    "ReduceMin": R.min,
+    "ReduceProd": R.prod,
+}
+
+
+def _axes(ctx: Ctx, node: Node, ins: list[Any], x: Expr) -> list[int] | None:
+    """The reduced axes (None: pass through)."""
+    axes = axes_of(ctx, node, ins, 1)
+    if not axes:
+        return None if node.attrs.get("noop_with_empty_axes", 0) else list(range(ndim(x)))
+    return sorted(a % ndim(x) for a in axes)
+
+
+@converter(*SIMPLE, "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+def _reduce(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axes = _axes(ctx, node, ins, x)
+    keep = bool(node.attrs.get("keepdims", 1))
+    op = node.op_type
+    if axes is None:
+        return x
+    if op in SIMPLE:
+        return ctx.emit(SIMPLE[op](x, axes, keep))
+    if op == "ReduceL1":
+        return ctx.emit(R.sum(R.abs(x), axes, keep))
+    if op == "ReduceSumSquare":
+        return ctx.emit(R.sum(R.multiply(x, x), axes, keep))
+    if op == "ReduceL2":
+        s = ctx.emit(R.sum(R.multiply(x, x), axes, keep))
+        return ctx.emit(_float_op(s, R.sqrt))
+    if op == "ReduceLogSum":
+        return ctx.emit(R.log(R.sum(x, axes, keep)))
+    m = ctx.emit(R.max(x, axes, True))
+    s = ctx.emit(R.sum(R.exp(R.subtract(x, m)), axes, keep))
+    m2 = m if keep else ctx.emit(R.squeeze(m, axes))
+    return ctx.emit(R.add(R.log(s), m2))
+
+
+def _float_op(x: Expr, fn: Any) -> Expr:
+    dt = dtype(x)
+    if dt.startswith("float"):
+        return fn(x)
+    return R.astype(fn(R.astype(x, "float64")), dt)
+
+
+@converter("ArgMax", "ArgMin")
+def _arg(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axis = node.attrs.get("axis", 0) % ndim(x)
+    keep = bool(node.attrs.get("keepdims", 1))
+    fn = R.argmax if node.op_type == "ArgMax" else R.argmin
+    if not node.attrs.get("select_last_index", 0):
+        return ctx.emit(fn(x, axis, keep))
+    n = dim_values(x)[axis]
+    if isinstance(n, PrimExpr):
+        return ctx.emit(fn(x, axis, keep))
+    flipped = ctx.emit(R.strided_slice(x, [axis], [n - 1], [-(2**62)], [-1]))
+    idx = ctx.emit(fn(flipped, axis, keep))
+    return ctx.emit(R.subtract(const(np.array(n - 1, "int64")), idx))
+
+
+@converter("Softmax", "LogSoftmax")
+def _softmax(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axis = node.attrs.get("axis", -1)
+    fn = R.nn.softmax if node.op_type == "Softmax" else R.nn.log_softmax
+    return ctx.emit(fn(x, axis))
+
+
+@converter("Hardmax")
+def _hardmax(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axis = node.attrs.get("axis", -1) % ndim(x)
+    n = dim_values(x)[axis]
+    idx = ctx.emit(R.argmax(x, axis, True))
+    shape = [1] * ndim(x)
+    shape[axis] = n
+    rng = ctx.emit(R.reshape(R.arange(0, n, 1, "int64"), shape))
+    hit = ctx.emit(R.equal(rng, idx))
+    return ctx.emit(R.where(hit, scalar(1, x), scalar(0, x)))

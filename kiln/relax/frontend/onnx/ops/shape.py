@@ -1,0 +1,127 @@
+"""Shape operators: ``Shape Size Reshape Expand ConstantOfShape Range EyeLike``.
+
+Shapes are import-time values (numeric or symbolic arrays, see `values`); a shape computed at
+run time from data (not from dims) is not supported, since relax shapes are known up to
+symbolic dims.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln.errors import FrontendError
+from kiln.relax import op as R
+from kiln.relax.expr import Expr, PrimValue, ShapeExpr, const
+from kiln.relax.frontend.onnx import values as V
+from kiln.relax.frontend.onnx.ops import (
+    Ctx,
+    Node,
+    converter,
+    dim_values,
+    dtype,
+    shape_of_value,
+)
+from kiln.tir.expr import IntImm, PrimExpr
+
+
+def shape_input(ctx: Ctx, v: Any, what: str) -> list[Any]:
+    """A shape operand as ints and `tir` expressions (known at import time)."""
+    if isinstance(v, Expr):
+        raise FrontendError(f"{what} is computed from data at run time; kiln needs shapes "
+                            "known when compiling (up to symbolic dims)")
+    return [int(e) if not isinstance(e, PrimExpr) else e for e in np.asarray(v).reshape(-1)]
+
+
+def as_dim(e: Any) -> Any:
+    return IntImm("int64", int(e)) if not isinstance(e, PrimExpr) else e
+
+
+@converter("Shape")
+def _shape(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    arr = shape_of_value(ins[0])
+    start, end = node.attrs.get("start", 0), node.attrs.get("end")
+    return V.tidy(arr[start:end])
+
+
+@converter("Size")
+def _size(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    total: Any = 1
+    for d in dim_values(ins[0]):
+        total = total * d
+    return V.tidy(np.array([total, None], dtype=object)[:1]).reshape(())
+
+
+def reshape_dims(x_dims: list[Any], target: list[Any], allowzero: bool) -> list[Any]:
+    """ONNX's target shape with 0 (copy the input's dim) resolved; -1 kept for relax."""
+    out = []
+    for k, d in enumerate(target):
+        if not isinstance(d, PrimExpr) and d == 0 and not allowzero:
+            out.append(x_dims[k])
+        else:
+            out.append(d)
+    return out
+
+
+@converter("Reshape")
+def _reshape(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    target = shape_input(ctx, ins[1], "Reshape's shape")
+    new = reshape_dims(dim_values(x), target, bool(node.attrs.get("allowzero", 0)))
+    return ctx.emit(R.reshape(x, ShapeExpr([as_dim(d) for d in new])))
+
+
+def broadcast_shape(a: list[Any], b: list[Any]) -> list[Any]:
+    """numpy broadcasting of two shapes of ints and `tir` expressions."""
+    n = max(len(a), len(b))
+    a = [1] * (n - len(a)) + list(a)
+    b = [1] * (n - len(b)) + list(b)
+    out = []
+    for p, q in zip(a, b):
+        if not isinstance(p, PrimExpr) and p == 1:
+            out.append(q)
+        elif not isinstance(q, PrimExpr) and q == 1:
+            out.append(p)
+        else:
+            out.append(p if isinstance(q, PrimExpr) or not isinstance(p, PrimExpr) else q)
+    return out
+
+
+@converter("Expand")
+def _expand(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    shape = shape_input(ctx, ins[1], "Expand's shape")
+    out = broadcast_shape(dim_values(x), shape)
+    return ctx.emit(R.broadcast_to(x, ShapeExpr([as_dim(d) for d in out])))
+
+
+@converter("ConstantOfShape")
+def _constant_of_shape(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    shape = shape_input(ctx, ins[0], "ConstantOfShape's shape")
+    value = node.attrs.get("value")
+    value = np.zeros((), "float32") if value is None else np.asarray(value).reshape(())
+    return ctx.emit(R.full(ShapeExpr([as_dim(d) for d in shape]), const(value)))
+
+
+@converter("Range")
+def _range(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    bounds = []
+    for v, what in zip(ins, ("start", "limit", "delta")):
+        items = shape_input(ctx, v, f"Range's {what}")
+        bounds.append(items[0])
+    dt = dtype(ins[0]) if V.is_const(ins[0]) else "int64"
+    if not dt.startswith("int"):
+        raise FrontendError("a Range with symbolic float bounds is not supported")
+    start, limit, delta = (PrimValue(as_dim(b)) for b in bounds)
+    return ctx.emit(R.arange(start, limit, delta, dt))
+
+
+@converter("EyeLike")
+def _eye_like(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    shape = dim_values(ins[0])
+    if any(isinstance(d, PrimExpr) for d in shape):
+        raise FrontendError("EyeLike of a tensor with symbolic dims is not supported")
+    to = node.attrs.get("dtype")
+    dt = V.onnx_dtype(to, "EyeLike") if to is not None else dtype(ins[0])
+    return np.eye(shape[0], shape[1], node.attrs.get("k", 0), dtype=np.dtype(dt))
