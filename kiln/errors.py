@@ -103,3 +103,12 @@ class ToolchainError(KilnError):
 class FrontendError(KilnError, ValueError):
     """A model a frontend cannot import, or inputs that do not fit it; the message names the
     model's node or input and what was expected."""
+
+
+class InputNeededAtCompileTimeError(FrontendError):
+    """A model input decides a shape (a Reshape target, Slice bounds...): the model compiles only
+    once its value is known (``inputs`` names them); `from_onnx(bind_inputs=...)` gives them."""
+
+    def __init__(self, message: str, inputs: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.inputs = inputs

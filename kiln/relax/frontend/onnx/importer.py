@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from kiln.errors import FrontendError, KilnError
+from kiln.errors import FrontendError, InputNeededAtCompileTimeError, KilnError
 from kiln.ir.module import IRModule
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Expr, Tuple, Var
@@ -103,17 +103,26 @@ class GraphImporter:
     values: dict[str, Any] = field(default_factory=dict)
     dims: dict[str, TirVar] = field(default_factory=dict)
     unsupported: dict[str, list[str]] = field(default_factory=dict)
+    input_names: dict[int, str] = field(default_factory=dict)
+    bound: set[str] = field(default_factory=set)
 
-    def params(self, shape_dict: Mapping[str, Any], dtype_dict: Any) -> list[Var]:
+    def params(
+        self, shape_dict: Mapping[str, Any], dtype_dict: Any, bind: Mapping[str, Any]
+    ) -> list[Var]:
         graph = self.model.graph
         inits = {t.name for t in graph.initializer}
         params = []
         for vi in graph.input:
             if vi.name in inits:
                 continue
+            if vi.name in bind:
+                self.values[vi.name] = np.asarray(bind[vi.name])
+                self.bound.add(vi.name)
+                continue
             sinfo = self._input_sinfo(vi, shape_dict.get(vi.name), _dtype_for(dtype_dict, vi.name))
             var = Var(ident(vi.name, "input"), sinfo)
             self.values[vi.name] = var
+            self.input_names[id(var)] = vi.name
             params.append(var)
         for t in graph.initializer:
             self.values[t.name] = V.tensor_to_numpy(t)
@@ -173,7 +182,9 @@ class GraphImporter:
         missing = [n for n, v in zip(node.inputs, ins) if v is V.MISSING]
         if missing:
             raise FrontendError(f"{self._who(node)}: input {missing[0]!r} is produced by no node")
-        outs = V.fold(node, ins, self.opset)
+        # NOTE: a node reading a bound input is converted, not folded: kiln computes it
+        bound = any(n in self.bound for n in node.inputs)
+        outs = None if bound else V.fold(node, ins, self.opset)
         if outs is None:
             conv = CONVERTERS.get(node.op_type) if node.domain in DOMAINS else None
             if conv is None:
@@ -188,6 +199,8 @@ class GraphImporter:
         ctx = Ctx(self, node_span(self.where, node.name or f"#{node.index}", node.op_type), node)
         try:
             outs = conv(ctx, node, ins)
+        except InputNeededAtCompileTimeError as e:
+            raise InputNeededAtCompileTimeError(f"{self._who(node)}: {e}", e.inputs) from None
         except FrontendError as e:
             raise FrontendError(f"{self._who(node)}: {e}") from None
         except KilnError as e:
@@ -235,8 +248,10 @@ def from_onnx(
     opset: int | None = None,
     *,
     name: str | None = None,
+    bind_inputs: Mapping[str, Any] | None = None,
 ) -> IRModule:
-    """Import an ONNX model (see the module docstring)."""
+    """Import an ONNX model (see the module docstring). ``bind_inputs`` gives values to inputs
+    that decide shapes (they are then no parameters of ``main``)."""
     where = name or (str(model) if isinstance(model, (str, os.PathLike)) else "<onnx model>")
     proto = load_model(model)
     if name is None and proto.graph.name and not isinstance(model, (str, os.PathLike)):
@@ -247,5 +262,5 @@ def from_onnx(
         if k not in {i.name for i in proto.graph.input}:
             names = ", ".join(repr(i.name) for i in proto.graph.input)
             raise FrontendError(f"{where}: shape_dict names {k!r}, not an input (inputs: {names})")
-    params = imp.params(shape_dict or {}, dtype_dict)
+    params = imp.params(shape_dict or {}, dtype_dict, bind_inputs or {})
     return imp.run(params)

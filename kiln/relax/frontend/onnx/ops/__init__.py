@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kiln.errors import FrontendError
+from kiln.errors import FrontendError, InputNeededAtCompileTimeError
 from kiln.relax import op as R
 from kiln.relax.expr import Call, Expr, PrimValue, Tuple, TupleGetItem, Var, const
 from kiln.relax.frontend.common import NodeSpan, ident
@@ -137,8 +137,20 @@ class Ctx:
         """``v`` as a numpy array known at import time (a `FrontendError` otherwise)."""
         if V.is_const(v):
             return v
+        self.needs_constant(v, what)
         raise FrontendError(f"{what} must be known when the model is compiled (a constant or "
                             "computed from constants), not a run-time value")
+
+    def needs_constant(self, v: Any, what: str) -> None:
+        """Raise `InputNeededAtCompileTimeError` when ``v`` is a graph input (binding it makes
+        the model compile)."""
+        name = self.imp.input_names.get(id(v))
+        if name is not None:
+            raise InputNeededAtCompileTimeError(
+                f"{what} comes from model input {name!r}: kiln compiles shapes ahead of time; "
+                f"give its value with from_onnx(..., bind_inputs={{{name!r}: array}})",
+                (name,),
+            )
 
     def ints(self, v: Any, what: str) -> list[int]:
         return [int(x) for x in self.const(v, what).reshape(-1)]
