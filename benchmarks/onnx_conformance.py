@@ -134,7 +134,7 @@ def run_kiln(vm: Any, name: str, case: dict[str, Any]) -> str:
 
     for inputs, ref in case["data"]:
         try:
-            args = [np.ascontiguousarray(inputs[k]) for k in case["keep"]]
+            args = [np.asarray(inputs[k], order="C") for k in case["keep"]]
             out = as_numpy(vm[name](*args))
         except Exception as e:
             return "run: " + first_line(e)
@@ -207,17 +207,24 @@ def op_of(case_name: str, ops: dict[str, str]) -> str:
     """The ONNX op a case tests (the longest op name its test name starts with)."""
     flat = case_name.removeprefix("test_").replace("_", "").lower()
     best = ""
-    for low, name in ops.items():
+    for low in ops:
         if flat.startswith(low) and len(low) > len(best):
             best = low
     return ops.get(best, case_name.removeprefix("test_").split("_")[0])
+
+
+def _array(value: Any) -> Any:
+    """A data-set entry as numpy (some cases store TensorProtos, as ONNX's runner converts)."""
+    from onnx import TensorProto, numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, TensorProto) else value
 
 
 def dump(cases: list[Any], folder: Path) -> list[str]:
     paths = []
     for i, c in enumerate(cases):
         fn = f"case{i:04d}_{re.sub(r'[^0-9A-Za-z_]', '_', c.name)}"[:80]
-        data = [(list(ins), list(outs)) for ins, outs in c.data_sets]
+        data = [([_array(a) for a in ins], [_array(a) for a in outs]) for ins, outs in c.data_sets]
         blob = {
             "fn": fn,
             "name": c.name,
@@ -239,8 +246,15 @@ def run_batch(paths: list[str], args: argparse.Namespace, folder: Path, k: int) 
     results: dict[str, dict] = {}
     todo = list(paths)
     while todo:
-        cmd = [sys.executable, __file__, "--worker", out_path.as_posix(), args.exec_mode,
-               "1" if args.ort else "0", *todo]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            out_path.as_posix(),
+            args.exec_mode,
+            "1" if args.ort else "0",
+            *todo,
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             rc, err = proc.returncode, proc.stderr
@@ -320,8 +334,10 @@ def main() -> None:
     print(f"\nkiln: {k_pass} passed, {total - k_pass} failed of {total} node cases")
     if args.ort:
         print(f"onnxruntime: {o_pass} passed, {total - o_pass} failed of {total} node cases")
-    print(f"runtime: {time.time() - t0:.0f} s (-j {args.jobs}, batches of {args.batch}, "
-          f"{args.exec_mode} mode)")
+    print(
+        f"runtime: {time.time() - t0:.0f} s (-j {args.jobs}, batches of {args.batch}, "
+        f"{args.exec_mode} mode)"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
     if args.markdown:

@@ -88,7 +88,7 @@ class KilnBackendRep(BackendRep):
                 f"the model takes {len(self.input_names)} input(s) "
                 f"({', '.join(self.input_names)}), got {len(items)}"
             )
-        return {n: np.ascontiguousarray(np.asarray(a)) for n, a in zip(self.input_names, items)}
+        return {n: np.asarray(a, order="C") for n, a in zip(self.input_names, items)}
 
 
 def import_binding(

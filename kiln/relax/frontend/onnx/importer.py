@@ -39,10 +39,12 @@ from kiln.relax.frontend.onnx.ops import CONVERTERS, Ctx, Node
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import Var as TirVar
 
-# NOTE: opsets 13-21 are the contract (what the model families here were tested with); newer
-# opsets up to onnx's own (28 with onnx 1.23) mostly add types, and the converters read
-# attributes/inputs in whichever form the node uses, so they are accepted too.
-MIN_OPSET = 13
+# NOTE: opsets 13-21 are the contract (what the model families here were tested with); the
+# converters read attributes or inputs in whichever form a node uses (axes, splits, pads, clip
+# bounds moved from attributes to inputs over the versions) and follow the old semantics where
+# they differ (Softmax before 13), so 7-12 and 22 to onnx's newest (28 with onnx 1.23), which
+# mostly add types, are accepted too.
+MIN_OPSET = 7
 MAX_OPSET = 28
 DOMAINS = ("", "ai.onnx")
 
@@ -131,8 +133,10 @@ class GraphImporter:
     def _input_sinfo(self, vi: Any, shape: Any, dtype: Any) -> TensorStructInfo:
         ttype = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if ttype is None:
-            raise FrontendError(f"{self.where}: input {vi.name!r} is not a tensor (sequences, maps "
-                                "and optionals are not supported)")
+            raise FrontendError(
+                f"{self.where}: input {vi.name!r} is not a tensor (sequences, maps "
+                "and optionals are not supported)"
+            )
         if dtype is None:
             dtype = V.onnx_dtype(ttype.elem_type, f"input {vi.name!r}")
         if shape is None:

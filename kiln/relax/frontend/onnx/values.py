@@ -200,8 +200,10 @@ def _reshape(node: Any, ins: list[Any]) -> list[np.ndarray]:
     data, shape = ins
     if not is_const(shape):
         raise _CannotFold()
-    dims = [data.shape[k] if d == 0 and not node.attrs.get("allowzero") else int(d)
-            for k, d in enumerate(shape.tolist())]
+    dims = [
+        data.shape[k] if d == 0 and not node.attrs.get("allowzero") else int(d)
+        for k, d in enumerate(shape.tolist())
+    ]
     return [tidy(data.reshape(dims))]
 
 

@@ -36,8 +36,18 @@ def aten(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 def dtype_name(dt: Any) -> str:
     text = str(dt).removeprefix("torch.")
-    if text not in ("float16", "float32", "float64", "bfloat16", "bool", "int8", "int16",
-                    "int32", "int64", "uint8"):
+    if text not in (
+        "float16",
+        "float32",
+        "float64",
+        "bfloat16",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+    ):
         raise FrontendError(f"dtype {text} is not supported")
     return text
 

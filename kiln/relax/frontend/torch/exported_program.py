@@ -165,7 +165,8 @@ def _convert(bb: BlockBuilder, node: Any, env: dict[Any, Any], where: str) -> An
 
 
 def export_module(module: Any, example_args: Any, dynamic_shapes: Any = None) -> Any:
-    """``torch.export.export`` of ``module`` (its error as a `FrontendError` with torch's reason)."""
+    """``torch.export.export`` of ``module`` (a failure is a `FrontendError` with torch's
+    reason)."""
     import torch
 
     args = tuple(example_args) if isinstance(example_args, (list, tuple)) else (example_args,)

@@ -95,7 +95,8 @@ class Ctx:
         """Bind ``e`` (its calls spanned with the node) to a variable named after the node."""
         if isinstance(e, Var):
             return e
-        hint = name or (ident(self.node.outputs[0], "lv") if self.node and self.node.outputs else "")
+        outs = self.node.outputs if self.node else ()
+        hint = name or (ident(outs[0], "lv") if outs else "")
         return self.imp.bb.emit(self._spanned(e), hint or "lv")
 
     def _spanned(self, e: Any) -> Any:
@@ -138,8 +139,10 @@ class Ctx:
         if V.is_const(v):
             return v
         self.needs_constant(v, what)
-        raise FrontendError(f"{what} must be known when the model is compiled (a constant or "
-                            "computed from constants), not a run-time value")
+        raise FrontendError(
+            f"{what} must be known when the model is compiled (a constant or "
+            "computed from constants), not a run-time value"
+        )
 
     def needs_constant(self, v: Any, what: str) -> None:
         """Raise `InputNeededAtCompileTimeError` when ``v`` is a graph input (binding it makes
@@ -212,5 +215,14 @@ from kiln.relax.frontend.onnx.ops import (  # noqa: E402
     tensor,
 )
 
-__all__ = ["CONVERTERS", "Ctx", "Node", "converter", "elementwise", "nn", "reduce", "shape",
-           "tensor"]
+__all__ = [
+    "CONVERTERS",
+    "Ctx",
+    "Node",
+    "converter",
+    "elementwise",
+    "nn",
+    "reduce",
+    "shape",
+    "tensor",
+]

@@ -56,7 +56,7 @@ BINARY = {
     "GreaterOrEqual": R.greater_equal,
     "And": R.logical_and,
     "Or": R.logical_or,
-    "Xor": R.not_equal,
+    "Xor": lambda a, b: R.not_equal(R.astype(a, "int8"), R.astype(b, "int8")),
 }
 
 
@@ -91,9 +91,8 @@ def trunc_divide(ctx: Ctx, a: Expr, b: Expr) -> Expr:
     q = ctx.emit(R.floor_divide(a, b))
     r = ctx.emit(R.subtract(a, R.multiply(q, b)))
     zero = scalar(0, a)
-    inexact = R.logical_and(
-        R.not_equal(r, zero), R.not_equal(R.less(a, zero), R.less(b, zero))
-    )
+    signs = R.not_equal(R.astype(R.less(a, zero), "int8"), R.astype(R.less(b, zero), "int8"))
+    inexact = R.logical_and(R.not_equal(r, zero), signs)
     return R.add(q, R.astype(ctx.emit(inexact), dtype(a)))
 
 

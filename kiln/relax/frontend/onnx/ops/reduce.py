@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from kiln.relax import op as R
-from kiln.relax.expr import Expr, const
+from kiln.relax.expr import Expr, ShapeExpr, const
 from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dim_values, dtype, ndim
 from kiln.relax.frontend.onnx.ops.elementwise import scalar
+from kiln.relax.frontend.onnx.ops.shape import as_dim
 from kiln.relax.frontend.onnx.ops.tensor import axes_of
 from kiln.tir.expr import PrimExpr
 
@@ -86,9 +87,25 @@ def _arg(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 @converter("Softmax", "LogSoftmax")
 def _softmax(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x = ctx.tensor(ins, 0)
-    axis = node.attrs.get("axis", -1)
     fn = R.nn.softmax if node.op_type == "Softmax" else R.nn.log_softmax
-    return ctx.emit(fn(x, axis))
+    if ctx.opset >= 13:
+        return ctx.emit(fn(x, node.attrs.get("axis", -1)))
+    return _coerced_2d(ctx, x, node.attrs.get("axis", 1), fn)
+
+
+def _coerced_2d(ctx: Ctx, x: Expr, axis: int, fn: Any) -> Expr:
+    """Before opset 13, Softmax-like ops work on ``x`` flattened to 2-D at ``axis``."""
+    d = dim_values(x)
+    axis = axis + len(d) if axis < 0 else axis
+    rows: Any = 1
+    cols: Any = 1
+    for e in d[:axis]:
+        rows = rows * e
+    for e in d[axis:]:
+        cols = cols * e
+    flat = ctx.emit(R.reshape(x, ShapeExpr([as_dim(rows), as_dim(cols)])))
+    out = ctx.emit(fn(flat, 1))
+    return ctx.emit(R.reshape(out, ShapeExpr([as_dim(e) for e in d])))
 
 
 @converter("Hardmax")

@@ -30,8 +30,10 @@ def shape_input(ctx: Ctx, v: Any, what: str) -> list[Any]:
     """A shape operand as ints and `tir` expressions (known at import time)."""
     if isinstance(v, Expr):
         ctx.needs_constant(v, what)
-        raise FrontendError(f"{what} is computed from data at run time; kiln needs shapes "
-                            "known when compiling (up to symbolic dims)")
+        raise FrontendError(
+            f"{what} is computed from data at run time; kiln needs shapes "
+            "known when compiling (up to symbolic dims)"
+        )
     return [int(e) if not isinstance(e, PrimExpr) else e for e in np.asarray(v).reshape(-1)]
 
 

@@ -56,7 +56,8 @@ def _product(items: list[Any]) -> Any:
 def _flatten(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x = ctx.tensor(ins, 0)
     d = dim_values(x)
-    axis = node.attrs.get("axis", 1) % (len(d) + 1) if d else 0
+    axis = node.attrs.get("axis", 1)
+    axis = axis + len(d) if axis < 0 else axis
     shape = [_product(d[:axis]), _product(d[axis:])]
     return ctx.emit(R.reshape(x, ShapeExpr([as_dim(v) for v in shape])))
 
