@@ -83,8 +83,8 @@ def fold(node: Any, ins: list[Any], opset: int) -> list[np.ndarray] | None:
         if sym is not None and all(is_known(v) for v in present) and present:
             try:
                 return sym(node, ins)
-            except _CannotFold:
-                return None
+            except (_CannotFold, TypeError, ValueError, IndexError, AttributeError):
+                return None  # NOTE: the converter computes it at run time instead
         return None
     if any(np.asarray(v).dtype.kind not in "biuf" for v in present):
         return None
@@ -116,8 +116,12 @@ def sym_array(dims: Any) -> np.ndarray:
     return tidy(np.array(items + [None], dtype=object)[:-1])
 
 
-def tidy(arr: np.ndarray) -> np.ndarray:
+def tidy(arr: Any) -> np.ndarray:
     """Simplify each element; a numeric int64 array when every element is a constant."""
+    if not isinstance(arr, np.ndarray):
+        one = np.empty((), dtype=object)
+        one[()] = arr
+        arr = one
     flat = []
     for e in arr.reshape(-1):
         if isinstance(e, PrimExpr):
