@@ -4,7 +4,6 @@ models with symbolic dims, at two values of every symbolic dim."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from tests.relax.frontend import models as M
 
@@ -50,7 +49,6 @@ def test_decoder_only_lm_with_dynamic_sequence_length() -> None:
     M.check_vs_ort(model, feeds)
 
 
-@pytest.mark.slow
 def test_resnet18_at_224() -> None:
     import kiln
 

@@ -57,13 +57,40 @@ def _size(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 
 
 def reshape_dims(x_dims: list[Any], target: list[Any], allowzero: bool) -> list[Any]:
-    """ONNX's target shape with 0 (copy the input's dim) resolved; -1 kept for relax."""
+    """ONNX's target shape with 0 (copy the input's dim) and -1 resolved where possible."""
     out = []
     for k, d in enumerate(target):
         if not isinstance(d, PrimExpr) and d == 0 and not allowzero:
             out.append(x_dims[k])
         else:
             out.append(d)
+    holes = [k for k, d in enumerate(out) if not isinstance(d, PrimExpr) and d == -1]
+    if len(holes) == 1:
+        rest = [d for k, d in enumerate(out) if k != holes[0]]
+        filled = _quotient(list(x_dims), rest)
+        if filled is not None:
+            out[holes[0]] = filled
+    return out
+
+
+def _quotient(num: list[Any], den: list[Any]) -> Any:
+    """``prod(num) // prod(den)`` cancelling the symbolic factors both share (None if it does
+    not come out as a product of the remaining factors)."""
+    num_sym = [d for d in num if isinstance(d, PrimExpr)]
+    den_sym = [d for d in den if isinstance(d, PrimExpr)]
+    for d in list(den_sym):
+        match = next((n for n in num_sym if n is d), None)
+        if match is None:
+            return None
+        num_sym.remove(match)
+        den_sym.remove(d)
+    n_int = int(np.prod([d for d in num if not isinstance(d, PrimExpr)], dtype=np.int64))
+    d_int = int(np.prod([d for d in den if not isinstance(d, PrimExpr)], dtype=np.int64))
+    if d_int == 0 or n_int % d_int:
+        return None
+    out: Any = n_int // d_int
+    for d in num_sym:
+        out = d * out
     return out
 
 
