@@ -50,28 +50,28 @@ class KilnBackendRep(BackendRep):
         self.input_names = runtime_inputs(model)
         self.bound: list[str] = []
         self._compiled: dict[Any, Any] = {}
-        self._compile({})
+        try:
+            self._compile({})
+        except InputNeededAtCompileTimeError as e:
+            self.bound = list(e.inputs)  # compiled when run() gives the values
+
+    def _key(self, values: dict[str, np.ndarray]) -> Any:
+        items = [(n, values[n]) for n in self.bound]
+        return tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in items)
 
     def _compile(self, values: dict[str, np.ndarray]) -> Any:
-        key = tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in sorted(values.items()))
+        key = self._key(values)
         if key not in self._compiled:
-            try:
-                mod, bound = import_binding(self.model, values, self.name)
-            except InputNeededAtCompileTimeError as e:
-                if values or not e.inputs:
-                    raise
-                self.bound = list(e.inputs)  # compile when run() gives the values
-                return None
+            mod, bound = import_binding(self.model, values, self.name)
             self.bound = sorted(bound)
+            key = self._key(values)
             exe = relax.build(mod, "c", self.exec_mode)
             self._compiled[key] = relax.VirtualMachine(exe)["main"]
         return self._compiled[key]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         by_name = self._by_name(inputs)
-        fn = self._compile({n: by_name[n] for n in self.bound}) if self.bound else None
-        if fn is None:
-            fn = self._compile({})
+        fn = self._compile(by_name)
         args = [by_name[n] for n in self.input_names if n not in self.bound]
         return as_numpy(fn(*args))
 
