@@ -40,10 +40,16 @@ class _Ticking(Pass):
 
 
 def _bar(total: int, quiet: bool) -> Any:
+    import shutil
+
     from tqdm import tqdm
 
     return tqdm(
-        total=total, desc="kiln compile", unit="stage", disable=quiet or not sys.stderr.isatty()
+        total=total,
+        desc="kiln compile",
+        unit="stage",
+        ncols=min(shutil.get_terminal_size().columns, 100),
+        disable=quiet or not sys.stderr.isatty(),
     )
 
 
