@@ -4,11 +4,15 @@
 from kiln.relax.op import memory, nn
 from kiln.relax.op.binary import (
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     divide,
     equal,
     floor_divide,
     greater,
     greater_equal,
+    left_shift,
     less,
     less_equal,
     logical_and,
@@ -18,6 +22,7 @@ from kiln.relax.op.binary import (
     multiply,
     not_equal,
     power,
+    right_shift,
     subtract,
     where,
 )
@@ -62,6 +67,7 @@ from kiln.relax.op.unary import (
     astype,
     atan,
     atanh,
+    bitwise_not,
     ceil,
     clip,
     cos,

@@ -135,3 +135,30 @@ def _legalize_astype(call: Call, args: list[Any]) -> Any:
 def astype(x: Expr, dtype: str | DataType) -> Call:
     """``x`` converted to ``dtype``."""
     return Call(Op.get("relax.astype"), (as_expr(x),), attrs(dtype=str(DataType.parse(dtype))))
+
+
+def _bitwise_not(x: Any) -> Any:
+    from kiln.topi.elemwise import unary
+
+    return unary("bitwise_not", x, lambda v: ~v, None, floats=False)
+
+
+def _infer_int_unary(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 1)
+    x = tensor_sinfo(call, 0, "the operand")
+    if not x.dtype.is_void and not x.dtype.is_integer:
+        from kiln.relax.op.common import fail
+
+        raise fail(call, f"needs an integer tensor, got dtype {x.dtype}")
+    return x
+
+
+@register_op(
+    "relax.bitwise_not",
+    infer=_infer_int_unary,
+    legalize=lambda call, args: _bitwise_not(args[0]),
+    pattern=Pattern.ELEMWISE,
+)
+def bitwise_not(x: Expr) -> Call:
+    """``~x`` of an integer tensor."""
+    return Call(Op.get("relax.bitwise_not"), (as_expr(x),))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 

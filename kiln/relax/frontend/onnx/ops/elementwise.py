@@ -43,6 +43,7 @@ UNARY = {
     "Relu": R.nn.relu,
     "IsNaN": R.isnan,
     "Not": R.logical_not,
+    "BitwiseNot": R.bitwise_not,
 }
 
 BINARY = {
@@ -57,6 +58,9 @@ BINARY = {
     "And": R.logical_and,
     "Or": R.logical_or,
     "Xor": lambda a, b: R.not_equal(R.astype(a, "int8"), R.astype(b, "int8")),
+    "BitwiseAnd": R.bitwise_and,
+    "BitwiseOr": R.bitwise_or,
+    "BitwiseXor": R.bitwise_xor,
 }
 
 
@@ -312,3 +316,10 @@ def _dropout(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
         mask = ctx.emit(R.ones_like(x, "bool") if ndim(x) >= 0 else x)
         return [x, mask]
     return [x]
+
+
+@converter("BitShift")
+def _bit_shift(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    fn = R.left_shift if node.attrs["direction"] == "LEFT" else R.right_shift
+    return ctx.emit(fn(a, b))
