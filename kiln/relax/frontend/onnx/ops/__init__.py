@@ -208,6 +208,7 @@ def shape_of_value(v: Any) -> np.ndarray:
 
 # the families register themselves
 from kiln.relax.frontend.onnx.ops import (  # noqa: E402
+    attention,
     elementwise,
     nn,
     reduce,
