@@ -49,6 +49,7 @@ from kiln.relax.op.manipulate import (
     concat,
     expand_dims,
     flatten,
+    gather_elements,
     permute_dims,
     reshape,
     split,

@@ -126,6 +126,8 @@ def _shift(left: bool) -> Callable[[Any, Any], Any]:
             zero = const(0, x.dtype)
             out = x << y if left else x >> y
             wide = (y < const(0, y.dtype)) | (y >= const(x.dtype.bits, y.dtype))
+            if not left and not x.dtype.is_uint:  # NOTE: an arithmetic shift saturates at -1
+                zero = Select(x < zero, const(-1, x.dtype), zero)
             return Select(wide, zero, out)
 
         return topi.elemwise.binary("left_shift" if left else "right_shift", a, b, f)

@@ -390,6 +390,13 @@ MANIPULATE = [
         sym=[[0, 2]],
     ),
     Case(
+        "relax.gather_elements",
+        lambda x, i: R.gather_elements(x, i, 1),
+        [f32(3, 4), RNG.integers(-4, 4, (3, 5)).astype("int64")],
+        lambda x, i: np.take_along_axis(x, np.where(i < 0, i + 4, i), 1),
+        sym=[[0], [0]],
+    ),
+    Case(
         "relax.take",
         lambda x, i: R.take(x, i, axis=1),
         [f32(3, 5), np.array([4, 0, 2, 2], dtype="int64")],

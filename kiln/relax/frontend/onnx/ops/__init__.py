@@ -210,6 +210,7 @@ def shape_of_value(v: Any) -> np.ndarray:
 from kiln.relax.frontend.onnx.ops import (  # noqa: E402
     attention,
     elementwise,
+    loss,
     nn,
     reduce,
     shape,
@@ -222,6 +223,7 @@ __all__ = [
     "Node",
     "converter",
     "elementwise",
+    "loss",
     "nn",
     "reduce",
     "shape",

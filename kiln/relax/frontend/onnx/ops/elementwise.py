@@ -286,6 +286,8 @@ def _where(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 
 @converter("Cast", "CastLike")
 def _cast(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    if node.op_type == "CastLike" and V.is_const(ins[0]):
+        return ins[0].astype(np.dtype(dtype(ins[1] if V.is_const(ins[1]) else ctx.expr(ins[1]))))
     x = ctx.tensor(ins, 0)
     if node.op_type == "CastLike":
         to = dtype(ins[1]) if not isinstance(ins[1], Expr) else dtype(ctx.tensor(ins, 1))

@@ -250,7 +250,35 @@ def _lp_norm(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
         norm = ctx.emit(R.sum(R.abs(x), [axis], True))
     else:
         norm = ctx.emit(R.sqrt(R.sum(R.multiply(x, x), [axis], True)))
-    return ctx.emit(R.divide(x, norm))
+    zero = ctx.emit(R.equal(norm, scalar(0, x)))
+    safe = ctx.emit(R.where(zero, scalar(1, x), norm))
+    return ctx.emit(R.divide(x, safe))
+
+
+@converter("LpPool")
+def _lp_pool(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    p = float(node.attrs.get("p", 2))
+    kernel = list(node.attrs["kernel_shape"])
+    strides, dil, pads = _window(node, dim_values(x)[2:], kernel)
+    x2, one = _to_2d(ctx, x, "LpPool")
+    if one:
+        pads = [0, pads[0], 0, pads[1]]
+    powered = ctx.emit(R.power(R.abs(x2), scalar(p, x)))
+    avg = ctx.emit(
+        R.nn.avg_pool2d(
+            powered,
+            _pair(kernel, one, 1),
+            _pair(strides, one, 1),
+            pads,
+            _pair(dil, one, 1),
+            bool(node.attrs.get("ceil_mode", 0)),
+            True,
+        )
+    )
+    size = float(np.prod(kernel))
+    out = ctx.emit(R.power(R.multiply(avg, scalar(size, x)), scalar(1.0 / p, x)))
+    return ctx.emit(R.squeeze(out, [2])) if one else out
 
 
 @converter("LRN")
