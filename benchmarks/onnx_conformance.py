@@ -1,7 +1,7 @@
 """Run the ONNX backend test suite's node cases (shipped inside the ``onnx`` wheel) against kiln
 and onnxruntime in one run; print passed/failed per op and the totals.
 
-    python benchmarks/onnx_conformance.py [-j 2] [--batch 24] [--exec-mode compiled]
+    python benchmarks/onnx_conformance.py [-j 2] [--batch 48] [--exec-mode compiled]
                                           [-k REGEX] [--no-ort] [--markdown FILE]
 
 How: the parent generates the cases (``onnx.backend.test.loader.load_model_tests``), writes each
@@ -156,7 +156,9 @@ def worker(paths: list[str], exec_mode: str, with_ort: bool, out_path: str) -> N
         done.write(json.dumps({"fn": fn, "kiln": kiln, "ort": ort}) + "\n")
         done.flush()
 
+    t0 = time.perf_counter()
     ort_result = {fn: (run_ort(c) if with_ort else None) for fn, c in cases.items()}
+    t1 = time.perf_counter()
     mods, failed = {}, {}
     for fn, c in cases.items():
         try:
@@ -168,6 +170,7 @@ def worker(paths: list[str], exec_mode: str, with_ort: bool, out_path: str) -> N
     if not mods:
         return
     vms: dict[str, Any] = {}
+    t2 = time.perf_counter()
     try:
         vm = build(merge(mods), exec_mode)
         vms = {fn: vm for fn in mods}
@@ -177,6 +180,9 @@ def worker(paths: list[str], exec_mode: str, with_ort: bool, out_path: str) -> N
                 vms[fn] = build(merge({fn: m}), exec_mode)
             except Exception as e:
                 report(fn, "build: " + first_line(e), ort_result[fn])
+    t3 = time.perf_counter()
+    done.write(json.dumps({"start": "", "ort_s": t1 - t0, "import_s": t2 - t1,
+                           "build_s": t3 - t2}) + "\n")  # fmt: skip
     for fn, vm in vms.items():
         done.write(json.dumps({"start": fn}) + "\n")
         done.flush()
@@ -203,8 +209,13 @@ def op_names() -> dict[str, str]:
     return {s.name.lower(): s.name for s in onnx.defs.get_all_schemas_with_history()}
 
 
-def op_of(case_name: str, ops: dict[str, str]) -> str:
-    """The ONNX op a case tests (the longest op name its test name starts with)."""
+def op_of(case: Any, ops: dict[str, str]) -> str:
+    """The ONNX op a case tests: its node's op, or for a multi-node case (an ``_expanded``
+    function body) the longest op name its test name starts with."""
+    nodes = case.model.graph.node
+    if len(nodes) == 1:
+        return nodes[0].op_type
+    case_name = case.name.removesuffix("_expanded")
     flat = case_name.removeprefix("test_").replace("_", "").lower()
     best = ""
     for low in ops:
@@ -264,6 +275,8 @@ def run_batch(paths: list[str], args: argparse.Namespace, folder: Path, k: int) 
         if out_path.exists():
             for line in out_path.read_text().splitlines():
                 rec = json.loads(line)
+                if "build_s" in rec:
+                    PHASES.append(rec)
                 if "start" in rec:
                     started = rec["start"]
                 else:
@@ -281,6 +294,9 @@ def run_batch(paths: list[str], args: argparse.Namespace, folder: Path, k: int) 
     return list(results.values())
 
 
+PHASES: list[dict] = []  # the workers' time per phase, one record per batch process
+
+
 def table(rows: dict[str, list[int]], failures: dict[str, list[str]]) -> str:
     lines = ["| op | cases | kiln passed | onnxruntime passed |", "|---|---:|---:|---:|"]
     for op in sorted(rows):
@@ -292,7 +308,7 @@ def table(rows: dict[str, list[int]], failures: dict[str, list[str]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--batch", type=int, default=24)
+    ap.add_argument("--batch", type=int, default=48)
     ap.add_argument("--exec-mode", default="compiled", choices=["compiled", "bytecode"])
     ap.add_argument("-k", "--filter", default="", help="regex on the case name")
     ap.add_argument("--no-ort", dest="ort", action="store_false")
@@ -320,7 +336,7 @@ def main() -> None:
     records = []
     for p, c in zip(paths, cases):
         r = by_fn.get(Path(p).stem, {"kiln": "no result", "ort": None})
-        op = op_of(c.name, ops)
+        op = op_of(c, ops)
         rows[op][0] += 1
         rows[op][1] += r["kiln"] == ""
         rows[op][2] += r["ort"] == ""
@@ -338,6 +354,9 @@ def main() -> None:
         f"runtime: {time.time() - t0:.0f} s (-j {args.jobs}, batches of {args.batch}, "
         f"{args.exec_mode} mode)"
     )
+    spent = {k: sum(p[k] for p in PHASES) for k in ("ort_s", "import_s", "build_s")}
+    print("worker time (s, summed over workers): " + ", ".join(
+        f"{k[:-2]} {v:.0f}" for k, v in spent.items()))  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
     if args.markdown:
