@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from kiln.errors import KilnError
 
@@ -79,4 +78,4 @@ if __name__ == "__main__":  # pragma: no cover
     run()
 
 
-__all__ = ["Path", "main", "parser", "run"]
+__all__ = ["main", "parser", "run"]

@@ -45,6 +45,9 @@ def _reduce(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     if axes is None:
         return x
     if op in SIMPLE:
+        if dtype(x) == "bool" and op in ("ReduceMax", "ReduceMin"):
+            small = ctx.emit(SIMPLE[op](R.astype(x, "int8"), axes, keep))
+            return ctx.emit(R.astype(small, "bool"))
         return ctx.emit(SIMPLE[op](x, axes, keep))
     if op == "ReduceL1":
         return ctx.emit(R.sum(R.abs(x), axes, keep))

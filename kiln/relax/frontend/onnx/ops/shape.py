@@ -138,9 +138,15 @@ def _constant_of_shape(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 def _range(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     bounds = []
     for v, what in zip(ins, ("start", "limit", "delta")):
+        if V.is_const(v):
+            bounds.append(v.reshape(-1)[0].item())
+            continue
         items = shape_input(ctx, v, f"Range's {what}")
         bounds.append(items[0])
     dt = dtype(ins[0]) if V.is_const(ins[0]) else "int64"
+    if not any(isinstance(b, PrimExpr) for b in bounds):  # bounds bound at compile time
+        nums = [float(b) if dt.startswith("float") else int(b) for b in bounds]
+        return ctx.emit(R.arange(nums[0], nums[1], nums[2], dt))
     if not dt.startswith("int"):
         raise FrontendError("a Range with symbolic float bounds is not supported")
     start, limit, delta = (PrimValue(as_dim(b)) for b in bounds)

@@ -13,7 +13,7 @@ import numpy as np
 
 from kiln.errors import FrontendError
 from kiln.relax import op as R
-from kiln.relax.expr import Expr, PrimValue, ShapeExpr, const
+from kiln.relax.expr import PrimValue, ShapeExpr, const
 from kiln.relax.frontend.common import ident
 from kiln.relax.frontend.onnx import values as V
 from kiln.relax.frontend.onnx.ops import (
@@ -251,7 +251,3 @@ def _depth_space(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
         perm = [0, 1, 4, 2, 5, 3]
     t = R.permute_dims(ctx.emit(t), perm)
     return ctx.emit(R.reshape(ctx.emit(t), [n, c // (b * b), h * b, w * b]))
-
-
-def ensure_expr(ctx: Ctx, v: Any) -> Expr:
-    return ctx.expr(v)
