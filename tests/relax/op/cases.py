@@ -397,6 +397,21 @@ MANIPULATE = [
         sym=[[0], [0]],
     ),
     Case(
+        "relax.image.resize",
+        lambda x: R.image.resize(x, [2, 8, 6], [1.0, 2.0, 1.5], "nearest", "asymmetric", "floor"),
+        [f32(2, 4, 4)],
+        lambda a: a[:, (np.arange(8) / 2.0).astype(int)][:, :, (np.arange(6) / 1.5).astype(int)],
+        sym=[[]],
+    ),
+    Case(
+        "relax.image.resize",
+        lambda x: R.image.resize(x, [1, 7], [1.0, 7 / 4], "linear", "align_corners"),
+        [f32(1, 4)],
+        lambda a: np.interp(np.arange(7) * 3 / 6, np.arange(4), a[0])[None].astype("float32"),
+        sym=[[]],
+        name="linear",
+    ),
+    Case(
         "relax.take",
         lambda x, i: R.take(x, i, axis=1),
         [f32(3, 5), np.array([4, 0, 2, 2], dtype="int64")],

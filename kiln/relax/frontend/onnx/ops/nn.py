@@ -298,3 +298,63 @@ def _lrn(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
         total = ctx.emit(part if total is None else R.add(total, part))
     base = R.add(scalar(bias, x), R.multiply(total, scalar(alpha / size, x)))
     return ctx.emit(R.divide(x, R.power(base, scalar(beta, x))))
+
+
+def _resize_target(ctx: Ctx, node: Node, ins: list[Any], shape: list[int]) -> tuple[list, list]:
+    """(output size, scale per axis) of a Resize/Upsample node."""
+    rank = len(shape)
+    axes = [a % rank for a in node.attrs.get("axes", range(rank))]
+    scales_in = ins[2] if len(ins) > 2 and ins[2] is not None else None
+    if scales_in is not None and not ctx.const(scales_in, "Resize's scales").size:
+        scales_in = None
+    sizes_in = ins[3] if len(ins) > 3 and ins[3] is not None else None
+    if node.op_type == "Upsample":
+        scales_in = ins[1] if len(ins) > 1 else np.asarray(node.attrs["scales"])
+    size, scale = list(shape), [1.0] * rank
+    if scales_in is not None:
+        given = [float(s) for s in ctx.const(scales_in, "Resize's scales").reshape(-1)]
+        for a, s in zip(axes, given):
+            scale[a], size[a] = s, int(np.floor(shape[a] * s))
+        return size, scale
+    if sizes_in is None:
+        raise FrontendError("Resize needs scales or sizes")
+    given = [int(s) for s in ctx.const(sizes_in, "Resize's sizes").reshape(-1)]
+    ratios = [given[k] / shape[a] for k, a in enumerate(axes)]
+    policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy != "stretch":
+        r = min(ratios) if policy == "not_larger" else max(ratios)
+        ratios = [r] * len(axes)
+        given = [int(np.floor(shape[a] * r + 0.5)) for a in axes]
+    for k, a in enumerate(axes):
+        size[a], scale[a] = given[k], ratios[k]
+    return size, scale
+
+
+@converter("Resize", "Upsample")
+def _resize(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    shape = dim_values(x)
+    if any(isinstance(d, PrimExpr) for d in shape):
+        raise FrontendError("Resize needs constant input shapes")
+    if node.attrs.get("antialias", 0):
+        raise FrontendError("Resize with antialias is not supported")
+    mode = node.attrs.get("mode", "nearest")
+    if mode == "cubic":
+        raise FrontendError("Resize mode 'cubic' is not supported (nearest, linear)")
+    size, scale = _resize_target(ctx, node, ins, [int(d) for d in shape])
+    coord = node.attrs.get("coordinate_transformation_mode", "half_pixel")
+    if node.op_type == "Upsample":
+        coord = "asymmetric"
+    roi = None
+    if coord == "tf_crop_and_resize":
+        rank = len(shape)
+        given = [float(r) for r in ctx.const(ins[1], "Resize's roi").reshape(-1)]
+        axes = [a % rank for a in node.attrs.get("axes", range(rank))]
+        roi = [0.0] * rank + [1.0] * rank
+        for k, a in enumerate(axes):
+            roi[a], roi[a + rank] = given[k], given[k + len(axes)]
+    nearest = node.attrs.get("nearest_mode", "round_prefer_floor")
+    if node.op_type == "Upsample":
+        nearest = "floor"
+    extra = node.attrs.get("extrapolation_value", 0.0)
+    return ctx.emit(R.image.resize(x, size, scale, mode, coord, nearest, roi, extra))
