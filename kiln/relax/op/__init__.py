@@ -59,6 +59,7 @@ from kiln.relax.op.manipulate import (
 )
 from kiln.relax.op.reduce import argmax, argmin, max, mean, min, prod, sum, variance
 from kiln.relax.op.registry import OpDef, find_op_def, get_op_def, list_op_defs, register_op
+from kiln.relax.op.scan import cumprod, cumsum
 from kiln.relax.op.unary import (
     abs,
     acos,

@@ -411,6 +411,15 @@ MANIPULATE = [
         sym=[[]],
         name="linear",
     ),
+    Case("relax.cumsum", lambda x: R.cumsum(x, 1), [f32(3, 5)], lambda a: np.cumsum(a, 1)),
+    Case(
+        "relax.cumsum",
+        lambda x: R.cumsum(x, 0, exclusive=True, reverse=True),
+        [i32(4, 3)],
+        lambda a: np.flip(np.cumsum(np.flip(a, 0), 0), 0) - a,
+        name="exclusive_reverse",
+    ),
+    Case("relax.cumprod", lambda x: R.cumprod(x, -1), [POS], lambda a: np.cumprod(a, -1)),
     Case(
         "relax.take",
         lambda x, i: R.take(x, i, axis=1),

@@ -122,3 +122,12 @@ def _hardmax(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     rng = ctx.emit(R.reshape(R.arange(0, n, 1, "int64"), shape))
     hit = ctx.emit(R.equal(rng, idx))
     return ctx.emit(R.where(hit, scalar(1, x), scalar(0, x)))
+
+
+@converter("CumSum", "CumProd")
+def _cumulative(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axis = ctx.ints(ins[1], f"{node.op_type}'s axis")[0]
+    fn = R.cumsum if node.op_type == "CumSum" else R.cumprod
+    exclusive, reverse = bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0))
+    return ctx.emit(fn(x, axis, exclusive, reverse))
