@@ -312,6 +312,10 @@ def _dropout(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     if len(ins) > 2 and ins[2] is not None:
         training = ctx.const(ins[2], "Dropout's training_mode")
         if bool(training.reshape(-1)[0]):
+            has_ratio = len(ins) > 1 and ins[1] is not None
+            ratio = ctx.const(ins[1], "Dropout's ratio") if has_ratio else np.float32(0.5)
+            zero = float(np.asarray(ratio).reshape(-1)[0]) == 0.0
+        if bool(training.reshape(-1)[0]) and not zero:
             raise FrontendError("Dropout in training mode is not supported (it is random)")
     x = ctx.tensor(ins, 0)
     if len(node.outputs) > 1 and node.outputs[1]:

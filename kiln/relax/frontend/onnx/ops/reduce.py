@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from kiln.errors import FrontendError
 from kiln.relax import op as R
 from kiln.relax.expr import Expr, ShapeExpr, const
 from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dim_values, dtype, ndim
@@ -131,3 +132,40 @@ def _cumulative(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     fn = R.cumsum if node.op_type == "CumSum" else R.cumprod
     exclusive, reverse = bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0))
     return ctx.emit(fn(x, axis, exclusive, reverse))
+
+
+def _einsum_terms(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """The operands' and the output's index letters (``...`` spelled out as upper-case)."""
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    wide = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks)), default=0)
+    fill = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:wide]
+    out_terms = []
+    for t, r in zip(terms, ranks):
+        n = r - len(t.replace("...", ""))
+        out_terms.append(t.replace("...", fill[wide - n :]))
+    if not _:
+        seen = "".join(out_terms)
+        rhs = fill + "".join(sorted(c for c in set(seen) if seen.count(c) == 1 and c.islower()))
+    return out_terms, rhs.replace("...", fill)
+
+
+@converter("Einsum")
+def _einsum(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    xs = [ctx.expr(v) for v in ins]
+    terms, out = _einsum_terms(node.attrs["equation"], [ndim(x) for x in xs])
+    if any(len(set(t)) != len(t) for t in terms):
+        raise FrontendError("Einsum with a repeated index in one operand (a diagonal)")
+    letters = sorted(set("".join(terms)), key=lambda c: (c not in out, out.find(c), c))
+    total = None
+    for x, t in zip(xs, terms):
+        perm = sorted(range(len(t)), key=lambda k: letters.index(t[k]))
+        y = ctx.emit(R.permute_dims(x, perm)) if perm != list(range(len(t))) else x
+        missing = [k for k, c in enumerate(letters) if c not in t]
+        y = ctx.emit(R.expand_dims(y, missing)) if missing else y
+        total = y if total is None else ctx.emit(R.multiply(total, y))
+    summed = [k for k, c in enumerate(letters) if c not in out]
+    res = ctx.emit(R.sum(total, summed, False)) if summed else total
+    order = [c for c in letters if c in out]
+    perm = [order.index(c) for c in out]
+    return ctx.emit(R.permute_dims(res, perm)) if perm != list(range(len(perm))) else res
