@@ -144,13 +144,36 @@ def run_kiln(vm: Any, name: str, case: dict[str, Any]) -> str:
     return ""
 
 
-def worker(paths: list[str], exec_mode: str, with_ort: bool, out_path: str) -> None:
+def build_all(mods: dict[str, Any], exec_mode: str, fail: Any) -> dict[str, Any]:
+    """A VM per case: the whole group built as one library; when that fails, each half on its
+    own (bisecting down to the case that does not build, reported through ``fail``)."""
+    try:
+        vm = build(merge(mods), exec_mode)
+        return {fn: vm for fn in mods}
+    except Exception as e:
+        if len(mods) == 1:
+            fail(next(iter(mods)), "build: " + first_line(e))
+            return {}
+    names = list(mods)
+    half = len(names) // 2
+    out = build_all({n: mods[n] for n in names[:half]}, exec_mode, fail)
+    out.update(build_all({n: mods[n] for n in names[half:]}, exec_mode, fail))
+    return out
+
+
+def worker(paths: list[str], exec_mode: str, with_ort: bool, out_path: str, batch: int) -> None:
+    """Run the cases in ``paths``, ``batch`` cases per library; results go to ``out_path``."""
+    done = open(out_path, "a")
+    for k in range(0, len(paths), batch):
+        run_group(paths[k : k + batch], exec_mode, with_ort, done)
+
+
+def run_group(paths: list[str], exec_mode: str, with_ort: bool, done: Any) -> None:
     cases = {}
     for p in paths:
         with open(p, "rb") as f:
             c = pickle.load(f)
         cases[c["fn"]] = c
-    done = open(out_path, "a")
 
     def report(fn: str, kiln: str, ort: str | None) -> None:
         done.write(json.dumps({"fn": fn, "kiln": kiln, "ort": ort}) + "\n")
@@ -167,19 +190,10 @@ def worker(paths: list[str], exec_mode: str, with_ort: bool, out_path: str) -> N
             failed[fn] = "import: " + first_line(e)
     for fn, why in failed.items():
         report(fn, why, ort_result[fn])
-    if not mods:
-        return
-    vms: dict[str, Any] = {}
     t2 = time.perf_counter()
-    try:
-        vm = build(merge(mods), exec_mode)
-        vms = {fn: vm for fn in mods}
-    except Exception:
-        for fn, m in mods.items():
-            try:
-                vms[fn] = build(merge({fn: m}), exec_mode)
-            except Exception as e:
-                report(fn, "build: " + first_line(e), ort_result[fn])
+    vms = (
+        build_all(mods, exec_mode, lambda fn, why: report(fn, why, ort_result[fn])) if mods else {}
+    )
     t3 = time.perf_counter()
     done.write(json.dumps({"start": "", "ort_s": t1 - t0, "import_s": t2 - t1,
                            "build_s": t3 - t2}) + "\n")  # fmt: skip
@@ -264,6 +278,7 @@ def run_batch(paths: list[str], args: argparse.Namespace, folder: Path, k: int) 
             out_path.as_posix(),
             args.exec_mode,
             "1" if args.ort else "0",
+            str(args.batch),
             *todo,
         ]
         try:
@@ -275,8 +290,6 @@ def run_batch(paths: list[str], args: argparse.Namespace, folder: Path, k: int) 
         if out_path.exists():
             for line in out_path.read_text().splitlines():
                 rec = json.loads(line)
-                if "build_s" in rec:
-                    PHASES.append(rec)
                 if "start" in rec:
                     started = rec["start"]
                 else:
@@ -291,6 +304,10 @@ def run_batch(paths: list[str], args: argparse.Namespace, folder: Path, k: int) 
         why = "crashed" if rc < 0 else f"worker failed: {err.strip().splitlines()[-1:]}"
         results[crashed] = {"fn": crashed, "kiln": why, "ort": None}
         todo = [p for p in left if Path(p).stem != crashed]
+    if out_path.exists():
+        for line in out_path.read_text().splitlines():
+            if "build_s" in line:
+                PHASES.append(json.loads(line))
     return list(results.values())
 
 
@@ -322,7 +339,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         paths = dump(cases, folder)
-        batches = [paths[i : i + args.batch] for i in range(0, len(paths), args.batch)]
+        # NOTE: a few long-lived worker processes per job (each building its cases `--batch` at
+        # a time) rather than one per batch: every process pays ~2.5 s of imports
+        groups = max(1, min(len(paths) // args.batch, args.jobs * 4))
+        batches = [paths[g::groups] for g in range(groups)]
         results: list[dict] = []
         with ThreadPoolExecutor(args.jobs) as pool:
             futs = [pool.submit(run_batch, b, args, folder, k) for k, b in enumerate(batches)]
@@ -368,7 +388,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         sys.path.insert(0, str(ROOT))
         try:
-            worker(sys.argv[5:], sys.argv[3], sys.argv[4] == "1", sys.argv[2])
+            worker(sys.argv[6:], sys.argv[3], sys.argv[4] == "1", sys.argv[2], int(sys.argv[5]))
         except Exception:
             traceback.print_exc()
             sys.exit(1)
