@@ -322,6 +322,32 @@ def table(rows: dict[str, list[int]], failures: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _reason(message: str) -> str:
+    """A failure message without the case's name, short (for grouping)."""
+    text = message.split(": ", 1)[1] if ": " in message else message
+    text = re.sub(r"test_\w+(: )?", "", text)
+    text = re.sub(r"node '[^']*' ", "", text).replace("FrontendError: ", "")
+    text = re.sub(r"\d+ operator\(s\) kiln does not support \(opset \d+\):.*", "no converter", text)
+    text = re.sub(r"opset (\d+) of the default ONNX domain is not supported.*", r"opset \1", text)
+    return text.replace("|", "/")[:90]
+
+
+def failure_table(rows: dict[str, list[int]], failures: dict[str, list[str]]) -> str:
+    """Markdown: each op with a kiln failure, its counts and the most common reason."""
+    lines = [
+        "| op | cases | kiln passed | onnxruntime passed | most common kiln failure |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for op in sorted(rows):
+        n, k, o = rows[op]
+        if k == n:
+            continue
+        reasons = collections.Counter(_reason(m) for m in failures[op])
+        why, count = reasons.most_common(1)[0]
+        lines.append(f"| {op} | {n} | {k} | {o} | {why} ({count}) |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
@@ -380,8 +406,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
     if args.markdown:
-        failing = {op: v for op, v in rows.items() if v[1] < v[0]}
-        Path(args.markdown).write_text(table(failing, failures) + "\n")
+        Path(args.markdown).write_text(failure_table(rows, failures) + "\n")
 
 
 if __name__ == "__main__":

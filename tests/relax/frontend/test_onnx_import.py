@@ -1,4 +1,5 @@
-"""Bad input to the ONNX frontend is a clear kiln error, naming the file, node or input."""
+"""The ONNX importer: what it makes of a graph (spans, symbolic dims, folding), and bad input as
+clear kiln errors naming the file, node or input."""
 
 from __future__ import annotations
 
@@ -150,3 +151,22 @@ def test_shapes_fold_when_static_and_compute_at_run_time_when_symbolic() -> None
     for n in (2, 5):
         x_np = np.arange(4 * n, dtype="float32").reshape(n, 4)
         np.testing.assert_allclose(compiled(x_np).numpy(), x_np + 1)
+
+
+def test_a_shape_used_as_data_is_computed_at_run_time() -> None:
+    # y = x / float(Shape(x)[1]): the divisor is the symbolic column count m
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["m"], axis=0),
+        helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Div", ["x", "mf"], ["y"], name="normalize"),
+    ]
+    one = helper.make_tensor("one", TensorProto.INT64, [], [1])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "m"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=[one])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    compiled = kiln.compile(model, exec_mode="bytecode")
+    for m in (3, 8):
+        x_np = np.ones((2, m), "float32")
+        np.testing.assert_allclose(compiled(x_np).numpy(), x_np / m)
