@@ -42,8 +42,6 @@ def onnx_dtype(elem_type: int, what: str) -> str:
     """The kiln dtype name of an ONNX element type (a `FrontendError` for ones kiln lacks)."""
     import onnx
 
-    if elem_type == onnx.TensorProto.BFLOAT16:
-        return "bfloat16"
     try:
         np_dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
     except (KeyError, TypeError, ValueError):
