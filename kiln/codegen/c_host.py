@@ -16,7 +16,11 @@
   the function's first parameter) so their callees show in ``vm.profile``. The trailing null
   resource handle of ``call_cpacked`` (TVM's convention) is not passed: the callee's entry
   would count it as an argument.
-- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names.
+- For a ``tir.noalias`` function the entry also checks that the byte ranges of the argument
+  pairs listed in ``PackedAPI.overlaps`` are disjoint (`emit_overlap_checks`).
+- The file ends with `kiln.runtime.metadata_c_source` listing the exposed names and, per
+  function, its arguments (name, dtype, tensor or scalar, written or not: `signature`), which
+  the runtime reads to explain a call that fails before the entry runs.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
-from kiln.runtime import metadata_c_source
+from kiln.runtime import ArgInfo, metadata_c_source
 from kiln.runtime.vm_anylist import (
     ANYLIST_C_HEADER,
     c_any,
@@ -99,6 +103,7 @@ class CodeGenCHost(CodeGenC):
         self.prelude = Prelude(HOST_HELPERS)
         self.entries: list[str] = []
         self.exposed: list[str] = []
+        self.signatures: dict[str, tuple[ArgInfo, ...]] = {}
         self.check_pending = False
 
     def add_module(self, mod: IRModule) -> None:
@@ -109,7 +114,8 @@ class CodeGenCHost(CodeGenC):
                 self.define_entry(st)
 
     def finish(self) -> str:
-        return "\n".join([super().finish(), *self.entries, metadata_c_source(self.exposed)])
+        metadata = metadata_c_source(self.exposed, self.signatures)
+        return "\n".join([super().finish(), *self.entries, metadata])
 
     # -- entries ----------------------------------------------------------------------------
     def define_entry(self, st: FuncState) -> None:
@@ -140,6 +146,7 @@ class CodeGenCHost(CodeGenC):
         where: dict[E.Var, str] = {a.param: f"argument {a.name}" for a in api.args if not a.buffer}
         for check in api.checks:
             self.emit_dim_check(api, check, tensors[check.arg], where)
+        self.emit_overlap_checks(api, tensors)
         for a, t in zip(api.args, tensors):
             if a.buffer is not None:
                 self.emit_data_pointer(a, t)
@@ -148,6 +155,7 @@ class CodeGenCHost(CodeGenC):
         head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
         self.exposed.append(api.symbol)
+        self.signatures[api.symbol] = signature(api)
         self._fn = None
 
     def emit_entry_prologue(self, st: FuncState) -> None:
@@ -220,6 +228,18 @@ class CodeGenCHost(CodeGenC):
         name, dt = c_string(api.args[check.arg].name), c_string(str(check.index_dtype))
         where = f"{self.fn_lit(api)}, {name}, {dt}"
         self.emit(f"if ({helper}({tensor}, {check.limit}LL, {where}) != 0) return -1;")
+
+    def emit_overlap_checks(self, api: PackedAPI, tensors: list[str]) -> None:
+        """The pairs of ``api.overlaps`` must not share a byte (a noalias function's restrict
+        pointers; written after the shape checks, so shapes are known to be right)."""
+        if api.overlaps:
+            self.prelude.need("overlap_args")
+        for i, j in api.overlaps:
+            names = f"{c_string(api.args[i].name)}, {c_string(api.args[j].name)}"
+            self.emit(
+                f"if (kiln_check_overlap({tensors[i]}, {tensors[j]}, {self.fn_lit(api)}, "
+                f"{names}) != 0) return -1;"
+            )
 
     def emit_dim_check(
         self, api: PackedAPI, check: DimCheck, tensor: str, where: dict[E.Var, str]
@@ -443,6 +463,19 @@ def _builtin_name(e: E.PrimExpr) -> str:
 def is_null_handle(a: E.PrimExpr) -> bool:
     """``reinterpret("handle", 0)``: a null pointer (None as a packed argument)."""
     return is_op(a, "reinterpret") and a.dtype.is_handle and E.is_const_int(a.args[0], 0)  # type: ignore[attr-defined]
+
+
+def signature(api: PackedAPI) -> tuple[ArgInfo, ...]:
+    """The arguments of ``api`` as the library's metadata lists them."""
+    return tuple(
+        ArgInfo(
+            a.name,
+            str(a.buffer.dtype if a.buffer is not None else a.param.dtype),
+            a.buffer is not None,
+            i in api.writes,
+        )
+        for i, a in enumerate(api.args)
+    )
 
 
 def _callee_name(e: E.Call) -> str:

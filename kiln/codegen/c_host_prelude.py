@@ -3,8 +3,9 @@
 Every checking helper raises a Python exception through ``TVMFFIErrorSetRaisedFromCStr`` and
 returns -1; its message names the function, the argument and what was expected and received,
 e.g. ``main: argument A.shape[1] expected 128, got 64``. Kinds: wrong argument count, kind
-(tensor vs scalar) or dtype raise ``TypeError``; wrong ndim, shape, strides, device, null data
-or an out-of-range scalar raise ``ValueError``.
+(tensor vs scalar) or dtype raise ``TypeError``; wrong ndim, shape, strides, device, null data,
+an out-of-range scalar, or overlapping arguments of a ``tir.noalias`` function (`_OVERLAP`: their
+byte ranges intersect) raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ static int kiln_arg_int(const TVMFFIAny* args, int32_t i, const char* fn, const 
                      kiln_kind_name(kind));
   }
   if (args[i].v_int64 < lo || args[i].v_int64 > hi) {
-    return kiln_fail("ValueError", "%s: argument %s = %lld is out of range for %s", fn, name,
+    return kiln_fail("ValueError", "%s: argument %s = %lld does not fit %s", fn, name,
                      (long long)args[i].v_int64, type);
   }
   *out = args[i].v_int64;
@@ -218,6 +219,37 @@ static int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn, con
                      name, kiln_kind_name(kind));
   }
   return 0;
+}
+"""
+
+_OVERLAP = r"""
+/* The bytes [*lo, *hi) that tensor t reaches, from its lowest to past its highest element
+   (strides may be negative or absent); *lo == *hi when it has no elements. */
+static void kiln_byte_span(const DLTensor* t, uintptr_t* lo, uintptr_t* hi) {
+  int64_t size = ((int64_t)t->dtype.bits * t->dtype.lanes + 7) / 8, low = 0, high = 0, step = 1;
+  uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+  *lo = *hi = base;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    int64_t reach;
+    if (t->shape[d] == 0) return;
+    reach = (t->shape[d] - 1) * (t->strides != NULL ? t->strides[d] : step);
+    if (reach < 0) low += reach; else high += reach;
+    step *= t->shape[d];
+  }
+  *lo = base + (uintptr_t)(low * size);
+  *hi = base + (uintptr_t)((high + 1) * size);
+}
+
+/* Arguments a and b of a noalias function (restrict pointers) must not share a byte. */
+static int kiln_check_overlap(const DLTensor* a, const DLTensor* b, const char* fn,
+                              const char* a_name, const char* b_name) {
+  uintptr_t a_lo, a_hi, b_lo, b_hi;
+  kiln_byte_span(a, &a_lo, &a_hi);
+  kiln_byte_span(b, &b_lo, &b_hi);
+  if (a_lo == a_hi || b_lo == b_hi || a_hi <= b_lo || b_hi <= a_lo) return 0;
+  return kiln_fail("ValueError", "%s: arguments %s and %s overlap in memory; this kernel assumes "
+                   "they do not (pass a copy of one of them, e.g. numpy.copy)", fn, a_name,
+                   b_name);
 }
 """
 
@@ -280,6 +312,7 @@ HOST_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fail": (_FAIL, ()),
     "tensor_args": (_TENSOR, ("fail",)),
     "scalar_args": (_SCALAR, ("fail",)),
+    "overlap_args": (_OVERLAP, ("fail",)),
     "packed_call": (_PACKED_CALL, ("fail",)),
 }
 """The host code generator's helper table: the common helpers plus those above."""

@@ -3,25 +3,29 @@
     model = kiln.compile(mod)                 # an IRModule of R.functions, "model.onnx", an
                                               # onnx.ModelProto, an ExportedProgram, or a
     model = kiln.compile(net, example_args=(x,))   # torch.nn.Module (kiln.driver.inputs)
+    model = kiln.compile(mod, external_codegens=["dnnl"])   # convolutions, matmuls: oneDNN
     y = model(x, w)                           # calls its entry function ("main")
     y = model(x=x, w=w)                       # inputs by name (checked against the model)
     print(model.profile(x, w))                # per-kernel time table
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
-`compile` runs `kiln.relax.build`. A process that must not load the compiler at all runs an
-exported library with the runtime alone: ``VirtualMachine(kiln.runtime.load_module(path))``.
+`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). A process that
+must not load the compiler at all runs an exported library with the runtime alone:
+``VirtualMachine(kiln.runtime.load_module(path))``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kiln.driver.inputs import InputSpec, arrange_inputs, as_ir_module, input_specs
 from kiln.driver.relax_build import build
 from kiln.errors import KilnError
+from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.tensor import Device
 from kiln.runtime.vm import ProfileReport
@@ -76,19 +80,22 @@ class CompiledModel:
 
 def compile(  # noqa: A001 - the public name kiln.compile
     obj: Any,
-    target: str = "c",
+    target: str | Target = "c",
     exec_mode: str = "compiled",
     *,
     entry: str = "main",
     device: Device | None = None,
     example_args: Any = None,
+    external_codegens: Sequence[str] = (),
     **options: Any,
 ) -> CompiledModel:
-    """Compile a model for ``target`` and load it (see the module docstring; ``options`` go to
+    """Compile a model for ``target`` and load it (see the module docstring). ``options`` go to
     the frontend: ``shape_dict``/``dtype_dict``/``opset`` for ONNX, ``dynamic_shapes`` for
-    torch)."""
+    torch; the subgraphs that the external codegens named in ``external_codegens`` support go
+    to them."""
     mod = as_ir_module(obj, example_args, **options)
-    return CompiledModel(build(mod, target, exec_mode), device, entry, input_specs(mod, entry))
+    ex = build(mod, target, exec_mode, external_codegens=external_codegens)
+    return CompiledModel(ex, device, entry, input_specs(mod, entry))
 
 
 def load(

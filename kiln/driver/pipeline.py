@@ -3,20 +3,33 @@
 Graph level (`default_relax_pipeline`), from normalized relax functions to VM form:
 
 1. `Normalize` — struct info everywhere, A-normal form (hand-built modules may lack either);
-2. `LegalizeOps` — every operator call becomes a ``call_tir`` of a TE-computed PrimFunc
-   (the marked spot where FuseOps + LowerTE go: fused primitive functions lowered to scheduled
-   kernels, external codegen, shape functions);
-3. `LambdaLift` — local functions become module functions, capturing ones closures;
-4. `ToNonDataflow` — dataflow blocks become ordinary blocks;
-5. `CallTIRRewrite` — destination-passing calls get explicit output allocations;
-6. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
-7. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
-8. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
-   compound dims computed by shape functions, shapes made from the heap;
-9. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
+2. `PartitionForCompiler(name)` per external codegen the caller asks for (``dnnl``) — what it
+   supports becomes ``Compiler=<name>`` functions (left out when none is asked for);
+3. `FuseOps` — operator calls of dataflow blocks grouped into ``Primitive`` functions
+   (element-wise chains, an anchor with its epilogue, a reduction with its producers);
+4. `LowerTE(module_name, target)` — each primitive becomes one kernel scheduled for
+   ``target`` (equal ones shared), ``Compiler`` functions go to their codegen (C in the
+   module's ``external_mods``, the function kept as ``Extern=1``), calls become
+   ``call_lowered``, with a host shape function where the result shape is unknown;
+5. `LegalizeOps` — what LowerTE leaves (operators outside dataflow blocks, unknown shapes)
+   becomes ``call_tir`` of a TE-computed PrimFunc, one per operator;
+6. `LambdaLift` — local functions become module functions, capturing ones closures;
+7. `ToNonDataflow` — dataflow blocks become ordinary blocks;
+8. `CallShapeFunctions` — a ``call_lowered`` of unknown result shape first calls its host
+   shape function, whose results become fresh symbolic dims of its outputs;
+9. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
+   ``call_dps_packed``) get explicit output allocations and become kernel calls;
+10. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
+11. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
+12. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
+    compound dims computed by shape functions, shapes made from the heap;
+13. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
 
-After it `kiln.vm.vm_codegen` writes bytecode or ``__vmtir__`` PrimFuncs, and the kernels and
-``__vmtir__`` functions together go through the TIR pipeline below (`kiln.relax.build`).
+``Extern=1`` functions are kernels of the library (their C comes from ``external_mods``): the
+VM passes leave their bodies alone and calls reach their symbol. After the list
+`kiln.vm.vm_codegen` writes bytecode or ``__vmtir__`` PrimFuncs, and the kernels, the
+``__vmtir__`` functions and the external C together go through the TIR pipeline below and the
+C compiler into one library (`kiln.relax.build`).
 
 TIR, for a target with a device (``cuda``, host ``c``):
 
@@ -47,6 +60,8 @@ kernels -- and are left out, so its pipeline is 2 and 8-13.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass
@@ -93,21 +108,26 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
     ]
 
 
-def default_relax_pipeline(target: Target) -> list[Pass]:
-    """The graph-level passes `kiln.relax.build` runs for ``target``, in order (VM form)."""
+def default_relax_pipeline(
+    target: Target, *, external_codegens: Sequence[str] = (), module_name: str = "default"
+) -> list[Pass]:
+    """The graph-level passes `kiln.relax.build` runs for ``target``, in order (VM form);
+    ``external_codegens`` names the external codegens to partition for (e.g. ``["dnnl"]``),
+    ``module_name`` prefixes the names of the fused kernels."""
     # NOTE: imported here so that `kiln.build` (TIR only) does not load the graph level.
     from kiln.relax import transform as relax_transform
 
-    del target  # nothing target-specific yet; FuseOps/LowerTE will schedule per target
     return [
         relax_transform.Normalize(),
         # ---- operators to kernels --------------------------------------------------------
-        # NOTE(lowerte): FuseOps + LowerTE go here, replacing LegalizeOps (which then only
-        # legalizes what LowerTE leaves).
+        *(relax_transform.PartitionForCompiler(name) for name in external_codegens),
+        relax_transform.FuseOps(),
+        relax_transform.LowerTE(module_name, target),
         relax_transform.LegalizeOps(),
         # ---- VM lowering -----------------------------------------------------------------
         relax_transform.LambdaLift(),
         relax_transform.ToNonDataflow(),
+        relax_transform.CallShapeFunctions(),
         relax_transform.CallTIRRewrite(),
         relax_transform.StaticPlanBlockMemory(),
         relax_transform.VMBuiltinLower(),

@@ -4,33 +4,46 @@
     vm = kiln.relax.VirtualMachine(ex)
     y = vm["main"](x, w)
 
-Steps: the graph-level pipeline (`default_relax_pipeline`) to VM form, `kiln.vm.vm_codegen`
-(bytecode, or ``__vmtir__`` PrimFuncs), then the kernels and the ``__vmtir__`` functions
-through `kiln.build` (the TIR pipeline, C, the system compiler) into one library. The
-executable remembers that library's source and flags, so ``ex.export_library(path)`` writes one
+Steps: the graph-level pipeline (`default_relax_pipeline`: fusion, kernels scheduled for
+``target`` by LowerTE, external codegens named in ``external_codegens``, VM lowering) to VM form,
+`kiln.vm.vm_codegen` (bytecode, or ``__vmtir__`` PrimFuncs), then the kernels and the
+``__vmtir__`` functions through the TIR pipeline and the C host code generator, joined with the
+external C of the module (``external_mods``: one translation unit, `linked_source`, whose
+symbols the library exposes) and compiled by the system compiler into one library. The
+executable remembers that library's source and its exact flags (`compile_flags`: ``-march``
+from the target, plus what the external C needs), so ``ex.export_library(path)`` writes one
 shared library compiled the same way. ``KILN_DEBUG`` works as for `kiln.build`: 1 verifies the
-module after every graph-level pass too, 2 prints it.
+module after every graph-level pass too, 2 prints it, 3 prints the generated C.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
-from kiln.driver.build import build as build_tir
-from kiln.driver.build import build_target
+from kiln import config
+from kiln.codegen.build import Generated, compile_flags, compile_source
+from kiln.codegen.c_host import CodeGenCHost
+from kiln.driver.build import build_target, lower
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.errors import KilnError
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, Sequential
+from kiln.relax.backend.codegen import EXTERNAL_MODS, ExternalSource, linked_source
 from kiln.relax.expr import Function
 from kiln.relax.function_pass import debug_pass_context
+from kiln.runtime import Module
 from kiln.tir.function import PrimFunc
 from kiln.vm import ExecBuilder, Executable, check_exec_mode, vm_codegen
 
 
 def lower_to_vm(
-    mod: IRModule, target: str | Target = "c", *, pipeline: Sequence[Pass] | None = None
+    mod: IRModule,
+    target: str | Target = "c",
+    *,
+    pipeline: Sequence[Pass] | None = None,
+    external_codegens: Sequence[str] = (),
 ) -> IRModule:
     """``mod`` after the graph-level pipeline: VM-form functions and their kernels."""
     if not isinstance(mod, IRModule):
@@ -40,10 +53,36 @@ def lower_to_vm(
             "kiln.relax.build: the module has no graph-level (R.function) function to run; "
             "build a module of PrimFuncs with kiln.build"
         )
-    passes = (
-        list(pipeline) if pipeline is not None else default_relax_pipeline(build_target(target))
-    )
-    return Sequential(passes)(mod, debug_pass_context())
+    if pipeline is None:
+        pipeline = default_relax_pipeline(
+            build_target(target), external_codegens=tuple(external_codegens)
+        )
+    return Sequential(list(pipeline))(mod, debug_pass_context())
+
+
+def build_library(
+    tir_mod: IRModule, target: Target, flags: Sequence[str] | None = None
+) -> tuple[Module | None, str | None, tuple[str, ...]]:
+    """(library, its C source, the flags it was compiled with) of the kernels and ``__vmtir__``
+    functions of ``tir_mod`` and its external C; no library when there is nothing to compile."""
+    externals: tuple[ExternalSource, ...] = tuple(tir_mod.get_attr(EXTERNAL_MODS, ()))
+    prims = {gv: f for gv, f in tir_mod.items() if isinstance(f, PrimFunc)}
+    base_flags = compile_flags(target, flags)
+    if not prims and not externals:
+        return None, None, base_flags
+    gen = CodeGenCHost()
+    gen.add_module(lower(IRModule(prims), target))
+    # NOTE: the external symbols are listed with the kernels, so the VM finds them by name.
+    gen.exposed.extend(ext.symbol for ext in externals)
+    main = gen.finish()
+    source, extra = linked_source(main, externals)
+    all_flags = (*base_flags, *(f for f in extra if f not in base_flags))
+    if config.load().debug >= 3:
+        print(f"# ---- generated source for target {target} ----", file=sys.stderr)
+        print(source, file=sys.stderr)
+    generated = Generated(source, tuple(gen.vector_loops))
+    library = compile_source(generated, target, flags=all_flags, name_hint="kiln_vm")
+    return library, source, all_flags
 
 
 def build(
@@ -53,28 +92,24 @@ def build(
     *,
     flags: Sequence[str] | None = None,
     pipeline: Sequence[Pass] | None = None,
+    external_codegens: Sequence[str] = (),
 ) -> Executable:
     """Compile the graph-level module ``mod`` for the VM (see the module docstring).
 
-    ``flags`` replaces the C compiler's default flags for the library (and its export).
+    ``flags`` replaces the C compiler's default flags for the library (and its export; the
+    target's ``-march`` is added unless they name one); ``external_codegens`` names the external
+    codegens (``"dnnl"``) whose supported subgraphs are partitioned out to them; ``pipeline``
+    replaces `default_relax_pipeline` altogether.
     """
     check_exec_mode(exec_mode)
     tgt = build_target(target)
     if tgt.kind != "c":
         raise KilnError(f"the kiln VM runs on the CPU for now: build for target 'c', not {tgt}")
-    lowered = lower_to_vm(mod, tgt, pipeline=pipeline)
+    lowered = lower_to_vm(mod, tgt, pipeline=pipeline, external_codegens=external_codegens)
     builder = ExecBuilder()
     tir_mod = vm_codegen(lowered, exec_mode, builder)
-    library, source = None, None
-    if any(isinstance(f, PrimFunc) for f in tir_mod.functions.values()):
-        library = build_tir(tir_mod, tgt, flags=flags, name="kiln_vm")
-        source = library.inspect_source()
+    library, source, all_flags = build_library(tir_mod, tgt, flags)
     base = builder.executable(library)
     return Executable(
-        base.functions,
-        base.instructions,
-        base.constants,
-        library,
-        source=source,
-        flags=tuple(flags) if flags is not None else None,
+        base.functions, base.instructions, base.constants, library, source=source, flags=all_flags
     )

@@ -3,10 +3,11 @@ export it -- then the single-kernel examples.
 
 Run with ``python -m kiln.examples.demo`` (or ``make demo``). The model is the bundled ``R``
 script MLP (`kiln.examples.models.mlp`: 64 -> 128 -> 128 -> 10, softmax, symbolic batch). It is
-compiled with `kiln.compile` in bytecode and in compiled mode (the graph level lowered to TE
-kernels and VM code, C through the system compiler, cached on disk), called with numpy arrays,
-compared with the same model in numpy, and timed against it (median time per call). The
-compiled-mode model's per-kernel profile is printed, and it is exported as one shared library,
+compiled with `kiln.compile` in bytecode and in compiled mode (operators fused into one kernel
+per layer -- ``default_fused_matmul_add_relu`` -- and scheduled for the CPU, VM code, C through
+the system compiler, cached on disk), called with numpy arrays, compared with the same model in
+numpy, and timed against it (median time per call). The compiled-mode model's per-kernel
+profile (one row per fused kernel) is printed, and it is exported as one shared library,
 loaded back with `kiln.load` and checked again; the path is printed. Then `kiln.examples.kernels`
 builds and times single kernels.
 """

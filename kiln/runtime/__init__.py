@@ -14,6 +14,7 @@ config.apply_openmp_defaults()  # before tvm_ffi (and through it libgomp) is fir
 
 from kiln.runtime.cuda_runtime import is_available as cuda_available  # noqa: E402
 from kiln.runtime.cuda_runtime import unavailable_reason as cuda_unavailable_reason  # noqa: E402
+from kiln.runtime.function import ArgInfo, LibraryFunction  # noqa: E402
 from kiln.runtime.module import (  # noqa: E402
     FunctionNotFoundError,
     Module,
@@ -29,10 +30,12 @@ from kiln.runtime.vm_export import export_library, load_executable  # noqa: E402
 from kiln.runtime.vm_format import Executable  # noqa: E402
 
 __all__ = [
+    "ArgInfo",
     "DEFAULT_FLAGS",
     "Device",
     "Executable",
     "FunctionNotFoundError",
+    "LibraryFunction",
     "Module",
     "NDArray",
     "ProfileReport",

@@ -17,26 +17,40 @@ Library convention (what the C code generator must emit):
   returns the names joined by newlines as a tvm-ffi String. `load_module` calls it, so a loaded
   library knows its functions with nothing but tvm-ffi.
 
+- Given the functions' arguments (`ArgInfo`: name, dtype, tensor or scalar, written or not),
+  the snippet also defines `__tvm_ffi___kiln_func_args` (tvm-ffi name `__kiln_func_args`),
+  returning them as JSON: ``{"main": [["A", "float32", 1, 0], ...]}``. It is read only when a
+  call fails before its entry runs (see `LibraryFunction`).
+
 Libraries without that symbol (hand-written tvm-ffi libraries) still load; their exposed names
 are unknown, `get_func_names()` is empty and lookups go straight to the symbol table.
+
+A function of a `Module` is a `LibraryFunction`: calling it calls the tvm-ffi function directly
+(no Python in between unless the call fails), and passing it to tvm-ffi (e.g. into a VM's
+function table) passes the raw tvm-ffi function.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import tvm_ffi
 
 from kiln.errors import FunctionNotFoundError, KilnError
-from kiln.runtime.toolchain import compile_c
+from kiln.runtime.function import ArgInfo, LibraryFunction
+from kiln.runtime.toolchain import compile_c, discard_entry
 
 FUNC_NAMES_FUNC = "__kiln_func_names"
 """The tvm-ffi name of the metadata function; its C symbol is `__tvm_ffi___kiln_func_names`."""
+FUNC_ARGS_FUNC = "__kiln_func_args"
+"""The tvm-ffi name of the function returning every exposed function's arguments as JSON."""
+_RESERVED = (FUNC_NAMES_FUNC, FUNC_ARGS_FUNC)
 
 SYMBOL_PREFIX = "__tvm_ffi_"
 """Prefix tvm-ffi puts before a function name to find its C symbol."""
@@ -44,14 +58,17 @@ SYMBOL_PREFIX = "__tvm_ffi_"
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def metadata_c_source(func_names: Sequence[str]) -> str:
-    """C that exports `__tvm_ffi___kiln_func_names`, returning `func_names` (in order)."""
+def metadata_c_source(
+    func_names: Sequence[str], args: Mapping[str, Sequence[ArgInfo]] | None = None
+) -> str:
+    """C that exports `__tvm_ffi___kiln_func_names`, returning `func_names` (in order), and,
+    given ``args``, `__tvm_ffi___kiln_func_args` (see module docstring)."""
     names = list(func_names)
     for name in names:
         if not isinstance(name, str) or not _C_IDENT.match(name):
             raise ValueError(f"exposed function name {name!r} is not a C identifier")
-        if name == FUNC_NAMES_FUNC:
-            raise ValueError(f"{FUNC_NAMES_FUNC!r} is reserved for kiln's metadata function")
+        if name in _RESERVED:
+            raise ValueError(f"{name!r} is reserved for kiln's metadata functions")
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise ValueError(f"exposed function names listed twice: {dups}")
@@ -77,7 +94,39 @@ TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args,
   bytes.size = sizeof(names) - 1;
   return TVMFFIStringFromByteArray(&bytes, result);
 }}
+""" + (_args_c_source(args) if args is not None else "")
+
+
+def _args_c_source(args: Mapping[str, Sequence[ArgInfo]]) -> str:
+    table = {
+        f: [[a.name, a.dtype, int(a.tensor), int(a.written)] for a in v] for f, v in args.items()
+    }
+    text = json.dumps(table, separators=(",", ":"))  # ASCII only
+    literal = '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?") + '"'
+    sym = SYMBOL_PREFIX + FUNC_ARGS_FUNC
+    return f"""
+TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args,
+                                               int32_t num_args, TVMFFIAny* result) {{
+  static const char text[] = {literal};
+  TVMFFIByteArray bytes;
+  (void)self;
+  (void)args;
+  (void)num_args;
+  bytes.data = text;
+  bytes.size = sizeof(text) - 1;
+  return TVMFFIStringFromByteArray(&bytes, result);
+}}
 """
+
+
+def _read_func_args(ffi_mod: tvm_ffi.Module) -> dict[str, tuple[ArgInfo, ...]]:
+    if not ffi_mod.implements_function(FUNC_ARGS_FUNC):
+        return {}
+    table = json.loads(str(ffi_mod.get_function(FUNC_ARGS_FUNC)()))
+    return {
+        f: tuple(ArgInfo(str(n), str(t), bool(k), bool(w)) for n, t, k, w in rows)
+        for f, rows in table.items()
+    }
 
 
 def _read_func_names(ffi_mod: tvm_ffi.Module) -> list[str] | None:
@@ -91,9 +140,10 @@ class Module:
     """A loaded kiln library: exposed functions by name, plus the source when built in-process.
 
     Invariants: `path` is the loaded shared library; `get_func_names()` is the library's own
-    list (read from the library, never from the compiler); functions returned are raw tvm-ffi
-    `Function`s (no Python wrapper), cached per name; `imported_modules` holds modules this one
-    depends on (e.g. a CUDA device module), which `export_library` does not yet embed.
+    list (read from the library, never from the compiler); functions returned are
+    `LibraryFunction`s over the raw tvm-ffi functions (``.ffi_function``), cached per name;
+    `imported_modules` holds modules this one depends on (e.g. a CUDA device module), which
+    `export_library` does not yet embed.
     """
 
     def __init__(
@@ -108,12 +158,13 @@ class Module:
         self.imported_modules: list[Module] = []
         self._func_names = func_names
         self._source = source
-        self._funcs: dict[str, tvm_ffi.Function] = {}
+        self._funcs: dict[str, LibraryFunction] = {}
+        self._args: dict[str, tuple[ArgInfo, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"Module({str(self.path)!r}, functions={self.get_func_names()})"
 
-    def __getitem__(self, name: str) -> tvm_ffi.Function:
+    def __getitem__(self, name: str) -> LibraryFunction:
         return self.get_function(name)
 
     def __contains__(self, name: object) -> bool:
@@ -123,7 +174,7 @@ class Module:
         """The exposed function names, in the order the code generator listed them."""
         return list(self._func_names or [])
 
-    def get_function(self, name: str) -> tvm_ffi.Function:
+    def get_function(self, name: str) -> LibraryFunction:
         """The exposed function `name`; raises `FunctionNotFoundError` for any other name."""
         func = self._funcs.get(name)
         if func is not None:
@@ -131,11 +182,19 @@ class Module:
         if self._func_names is not None and name not in self._func_names:
             raise self._not_found(name, "")
         try:
-            func = self.ffi_module.get_function(name)
+            raw = self.ffi_module.get_function(name)
         except AttributeError:
             raise self._not_found(name, f" (symbol {SYMBOL_PREFIX}{name} is missing)") from None
+        func = LibraryFunction(raw, name, lambda: self.get_func_args(name))
         self._funcs[name] = func
         return func
+
+    def get_func_args(self, name: str) -> tuple[ArgInfo, ...] | None:
+        """The arguments of exposed function `name` as the library lists them (None when the
+        library does not say: it carries no argument metadata)."""
+        if self._args is None:
+            self._args = _read_func_args(self.ffi_module)
+        return self._args.get(name)
 
     def _not_found(self, name: str, detail: str) -> FunctionNotFoundError:
         if self._func_names is None:
@@ -191,5 +250,21 @@ def load_module(path: str | os.PathLike[str], *, source: str | None = None) -> M
 def build_module(
     source: str, *, flags: tuple[str, ...] | None = None, name_hint: str = "kiln"
 ) -> Module:
-    """Compile `source` (cached, see `compile_c`) and load it, keeping the source on the module."""
-    return load_module(compile_c(source, flags=flags, name_hint=name_hint), source=source)
+    """Compile `source` (cached, see `compile_c`) and load it, keeping the source on the module.
+
+    A cached library that does not load although its digest matches (damaged together with its
+    sidecar) is discarded and built once more; if the fresh build does not load either, the
+    `KilnError` says so."""
+    lib = compile_c(source, flags=flags, name_hint=name_hint)
+    try:
+        return load_module(lib, source=source)
+    except KilnError:
+        discard_entry(lib)
+    lib = compile_c(source, flags=flags, name_hint=name_hint)
+    try:
+        return load_module(lib, source=source)
+    except KilnError as e:
+        raise KilnError(
+            f"{e}\n(the library was rebuilt from its source {lib.with_suffix('.c')} and still "
+            "does not load: check the compiler and flags, e.g. KILN_CC)"
+        ) from e

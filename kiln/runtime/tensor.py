@@ -8,6 +8,14 @@
 - `to_numpy(t)` is kiln's own helper because `tvm_ffi.Tensor` has no `.numpy()` in tvm-ffi
   0.1.15; it is `np.from_dlpack(t)`, a zero-copy view that keeps `t`'s memory alive.
 
+numpy hands tvm-ffi neither read-only arrays (tvm-ffi asks for DLPack 0.x, which cannot say
+"read-only") nor the ml_dtypes storage floats (bfloat16, float8_e4m3fn, float8_e5m2: DLPack
+exporters refuse them). `array_tensor(a)` bridges both, zero-copy: it exports the array through
+versioned DLPack and, for a storage float, exports its bits (uint16 / uint8) and relabels them
+with the DLPack type code of the float (`STORAGE_DTYPES`). `tensor` uses it for storage floats,
+`to_numpy` does the reverse (an ml_dtypes array when ml_dtypes is installed), and a compiled
+function's call path (`kiln.runtime.module.LibraryFunction`) uses it for such arguments.
+
 On a CUDA device (`cuda(i)`), `empty` allocates device memory and `tensor` / `to_numpy` copy
 through kiln's CUDA runtime (`kiln.runtime.cuda_runtime`); without a GPU they raise
 `RuntimeError` saying so. CUDA tensors made elsewhere (PyTorch, CuPy) are wrapped zero-copy.
@@ -15,6 +23,7 @@ through kiln's CUDA runtime (`kiln.runtime.cuda_runtime`); without a GPU they ra
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +42,96 @@ ALIGNMENT = 64
 
 _CPU = 1  # kDLCPU
 _CUDA = 2  # kDLCUDA
+
+
+STORAGE_DTYPES: dict[str, tuple[int, int]] = {
+    "bfloat16": (4, 16),
+    "float8_e4m3fn": (10, 8),
+    "float8_e5m2": (12, 8),
+}
+"""numpy dtype names (from ml_dtypes) of storage floats -> their DLPack (type code, bits)."""
+_UINT_CODE = 1  # kDLUInt
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+# NOTE: the layouts of dlpack.h: DLManagedTensor starts with its DLTensor; the versioned struct
+# has its version (2 x uint32), manager_ctx, deleter and flags before it.
+_CAPSULE_TENSOR_OFFSET = {b"dltensor": 0, b"dltensor_versioned": 32}
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype = ctypes.c_char_p
+_capsule_name.argtypes = [ctypes.py_object]
+
+
+def _relabel(capsule: Any, code: int) -> Any:
+    """Set the DLPack type code of the (unconsumed) tensor in ``capsule``; returns it."""
+    name = _capsule_name(capsule)
+    address = _capsule_pointer(capsule, name) + _CAPSULE_TENSOR_OFFSET[name]
+    _DLTensor.from_address(address).dtype.code = code
+    return capsule
+
+
+def array_tensor(array: np.ndarray) -> Tensor:
+    """``array`` as a tvm-ffi tensor on the same memory, for arrays tvm-ffi cannot take from
+    numpy itself: read-only arrays and ml_dtypes storage floats (see module docstring).
+
+    With numpy older than 2.1 (no versioned DLPack), a read-only array is copied instead."""
+    code = STORAGE_DTYPES.get(array.dtype.name, (None, 0))[0]
+    bits = array if code is None else array.view(f"uint{array.dtype.itemsize * 8}")
+    try:
+        capsule = bits.__dlpack__(max_version=(1, 0))
+    except TypeError:  # numpy < 2.1
+        capsule = (bits if bits.flags.writeable else bits.copy()).__dlpack__()
+    try:
+        return tvm_ffi.from_dlpack(capsule if code is None else _relabel(capsule, code))
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise KilnError(f"cannot make a tensor of numpy dtype {array.dtype}: {e}") from e
+
+
+class _Relabelled:
+    """A DLPack producer handing out one capsule (numpy's `from_dlpack` asks for `__dlpack__`)."""
+
+    def __init__(self, capsule: Any, device: tuple[int, int]) -> None:
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.device
+
+
+def _storage_to_numpy(t: Tensor) -> np.ndarray:
+    """A numpy view of a CPU tensor of a storage float: an ml_dtypes array of its type."""
+    name = str(t.dtype)
+    try:
+        import ml_dtypes  # noqa: F401  (registers the dtypes with numpy)
+    except ImportError as e:
+        raise KilnError(
+            f"to_numpy: a {name} tensor needs the ml_dtypes package for its numpy dtype "
+            "(pip install ml_dtypes)"
+        ) from e
+    capsule = _relabel(t.__dlpack__(max_version=(1, 0)), _UINT_CODE)
+    bits = np.from_dlpack(_Relabelled(capsule, t.__dlpack_device__()))
+    return bits.view(np.dtype(name))
 
 
 def cpu(id: int = 0) -> Device:
@@ -67,6 +166,8 @@ def _from_numpy(array: np.ndarray, copy: bool = False) -> Tensor:
         dense = _aligned_empty(array.shape, array.dtype)
         dense[...] = array
         array = dense
+    if array.dtype.name in STORAGE_DTYPES:
+        return array_tensor(array)
     try:
         return tvm_ffi.from_dlpack(array)
     except (BufferError, TypeError, ValueError, RuntimeError) as e:
@@ -139,4 +240,6 @@ def to_numpy(t: Any) -> np.ndarray:
         return _cuda.to_numpy(t)
     if where is not None and where[0] != _CPU:
         raise KilnError(f"to_numpy: tensor lives on device {where}; copy it to the CPU first")
+    if isinstance(t, Tensor) and str(t.dtype) in STORAGE_DTYPES:
+        return _storage_to_numpy(t)
     return np.from_dlpack(t)

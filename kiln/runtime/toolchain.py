@@ -28,8 +28,14 @@ Invariants:
 - Files are only ever published with `os.replace` from a temp file in the same directory, so a
   reader never sees a half-written `.so`; concurrent builders of one key compile once (the others
   wait on the lock, then find the entry) and leave exactly one `.so`.
-- A corrupted entry (digest mismatch, missing sidecar) is rebuilt.
+- A corrupted entry (digest mismatch, missing sidecar, a file that is not a shared library) is
+  rebuilt; `discard_entry` drops an entry whose library fails to load despite a matching digest
+  (`kiln.runtime.module.build_module` then builds it once more).
+- A compiler that exits 0 without writing a library is a `ToolchainError`; nothing is cached.
 - Compiler failures raise `ToolchainError(cmd, stderr, src_path)` with `src_path` the kept `.c`.
+- A cache that cannot be used raises `KilnError` naming the file and the fix: an entry path
+  taken by a directory (or another non-file), or a directory where kiln cannot write a lock,
+  source or library (a valid entry in a read-only cache is still used: hits need no lock).
 """
 
 from __future__ import annotations
@@ -221,12 +227,46 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+LIBRARY_MAGIC: tuple[bytes, ...] = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+"""How a shared library starts: ELF (Linux), Mach-O (macOS, thin or fat), PE (Windows)."""
+
+
+def _is_library(data: bytes) -> bool:
+    return data.startswith(LIBRARY_MAGIC)
+
+
 def _is_valid_entry(lib: Path, digest: Path) -> bool:
     try:
         expected = digest.read_text().strip()
-        return bool(expected) and _sha256_file(lib) == expected
+        data = lib.read_bytes()
     except OSError:
         return False
+    return bool(expected) and _is_library(data) and hashlib.sha256(data).hexdigest() == expected
+
+
+def _cache_fault(path: Path, problem: str, cache_dir: Path) -> KilnError:
+    return KilnError(
+        f"kiln cache: {path} {problem}. Fix: remove it (or the whole cache directory "
+        f"{cache_dir}), or set KILN_CACHE_DIR to another writable directory"
+    )
+
+
+def _check_entry_paths(paths: list[Path], cache_dir: Path) -> None:
+    """Each path of a cache entry must be a regular file or absent."""
+    for path in paths:
+        if path.exists() and not path.is_file():
+            kind = "a directory" if path.is_dir() else "not a regular file"
+            raise _cache_fault(
+                path, f"is {kind}, where kiln keeps a file of a cache entry", cache_dir
+            )
+
+
+def discard_entry(lib: Path) -> None:
+    """Drop the cache entry of library ``lib`` (its library and digest) so that the next
+    `compile_c` of its source builds it again."""
+    with _locked(lib.with_suffix(".lock"), lib.parent):
+        for path in (lib.with_name(lib.name + ".sha256"), lib):
+            path.unlink(missing_ok=True)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -243,8 +283,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+def _locked(lock_path: Path, cache_dir: Path | None = None) -> Iterator[None]:
+    # NOTE: flock needs no write access, so an existing lock file is opened read-only.
+    try:
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDONLY, 0o644)
+    except OSError as e:
+        problem = f"cannot be opened as a lock file ({e.strerror})"
+        raise _cache_fault(lock_path, problem, cache_dir or lock_path.parent) from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -265,6 +310,7 @@ def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -
             raise ToolchainError(cmd, f"cannot run the C compiler: {e}", str(src)) from e
         if proc.returncode != 0:
             raise ToolchainError(cmd, proc.stderr or proc.stdout, str(src))
+        _check_output(cmd, tmp, src, proc.stderr or proc.stdout)
         # NOTE: the log is published before the library, so a valid entry always has its log.
         _atomic_write(lib.with_suffix(".log"), proc.stderr.encode())
         digest = _sha256_file(tmp)
@@ -273,6 +319,22 @@ def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -
         _atomic_write(lib.with_name(lib.name + ".sha256"), (digest + "\n").encode())
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _check_output(cmd: list[str], out: Path, src: Path, printed: str) -> None:
+    """The compiler exited 0: it must have written a shared library to ``out``."""
+    with out.open("rb") as f:
+        head = f.read(4)
+    if _is_library(head):
+        return
+    what = "wrote nothing" if not head else "wrote a file that is not a shared library"
+    raise ToolchainError(
+        cmd,
+        f"the C compiler exited with status 0 but {what} at {out}; nothing was cached. Check "
+        f"that KILN_CC (or cc on PATH) is a C compiler that honours -shared and -o."
+        + (f"\nIt printed:\n{printed}" if printed.strip() else ""),
+        str(src),
+    )
 
 
 def _stem(name_hint: str, key: str) -> str:
@@ -304,10 +366,15 @@ def compile_c(
     digest = cache_dir / f"{stem}.so.sha256"
     if _is_valid_entry(lib, digest):
         return lib
-    with _locked(cache_dir / f"{stem}.lock"):
+    src, lock = cache_dir / f"{stem}.c", cache_dir / f"{stem}.lock"
+    _check_entry_paths([lib, digest, src, lock, lib.with_suffix(".log")], cache_dir)
+    with _locked(lock, cache_dir):
         if _is_valid_entry(lib, digest):  # another process built it while we waited
             return lib
-        src = cache_dir / f"{stem}.c"
-        _atomic_write(src, source.encode())
-        _run_compiler(cc, full_flags, src, lib)
+        try:
+            _atomic_write(src, source.encode())
+            _run_compiler(cc, full_flags, src, lib)
+        except OSError as e:  # the compiler's own failures are ToolchainErrors, not OSErrors
+            where = Path(e.filename) if e.filename else cache_dir
+            raise _cache_fault(where, f"cannot be written ({e.strerror})", cache_dir) from e
     return lib

@@ -116,6 +116,7 @@ EXP_NONPOSITIVE_LO = -87.3
 
 F32 = DataType("float", 32)
 I32 = DataType("int", 32)
+U32 = DataType("uint", 32)
 _EXP_LO, _EXP_HI = -104.0, 89.0
 """`exp` clamps its argument here: ``exp(-104)`` rounds to 0, ``exp(89)`` overflows to inf."""
 
@@ -224,12 +225,14 @@ def exp_nonpositive(x: PrimExpr) -> PrimExpr:
     """``e ** x`` for a float32 ``x`` known to lie in ``[EXP_NONPOSITIVE_LO, 0]`` (softmax's
     ``x - max``, clamped by the caller): no special cases, and ``2**n`` (``n >= -126``, a normal
     float) is one shift of ``t``'s bits (``(bits(t) + 127) << 23``: the magic's own bits shift
-    out). NOTE: it binds nothing with `Let` (TE computes use it; the C compiler merges the
-    repeated subexpressions)."""
+    out, so the shift is done in uint32, where that is defined; in int32 it overflows, which
+    UBSan reports). NOTE: it binds nothing with `Let` (TE computes use it; the C compiler merges
+    the repeated subexpressions)."""
     _check("exp_nonpositive", x)
 
     def scale(poly: PrimExpr, t: PrimExpr) -> PrimExpr:
-        return poly * _as_float(_shl(_as_int(t) + _const(127, x, I32), 23))
+        bits = tir_op.reinterpret(U32.with_lanes(t.dtype.lanes), t)
+        return poly * _as_float(_shl(bits + _const(127, x, U32), 23))
 
     return _exp_reduced(x, scale, _inline)
 

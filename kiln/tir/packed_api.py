@@ -50,7 +50,11 @@ class CountCheck:
 
 @dataclass(frozen=True)
 class PackedAPI:
-    """The entry plan of one exposed function (see `MakePackedAPI`)."""
+    """The entry plan of one exposed function (see `MakePackedAPI`).
+
+    ``writes`` lists the arguments the function may write (its outputs, from
+    `kiln.tir.analysis.writes`); ``overlaps`` the pairs of tensor arguments whose memory must
+    not overlap (a ``tir.noalias`` function: every pair with at least one written side)."""
 
     symbol: str
     args: tuple[PackedArg, ...]
@@ -58,6 +62,8 @@ class PackedAPI:
     checks: tuple[DimCheck, ...]
     dims: tuple[Var, ...]
     counts: tuple[CountCheck, ...] = ()
+    writes: tuple[int, ...] = ()
+    overlaps: tuple[tuple[int, int], ...] = ()
 
     @property
     def typed_params(self) -> tuple[Var, ...]:

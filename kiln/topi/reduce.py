@@ -1,7 +1,10 @@
 """Reductions: ``sum``, ``mean``, ``max`` and ``min`` over axes.
 
 ``axis`` is None (every axis), an int or a list of ints; negative axes count from the end.
-``keepdims=True`` keeps each reduced axis with extent 1. The result has the input's dtype and
+``keepdims=True`` keeps each reduced axis with extent 1. ``max``, ``min``, ``argmax`` and
+``argmin`` over an axis of constant extent 0 are an error (numpy raises: the extreme of no
+elements is undefined); over a symbolic extent that is 0 at run time they give the reduction's
+identity (the lowest / highest value of the dtype). The result has the input's dtype and
 accumulates in it (as TVM does; numpy widens integer sums). ``mean`` is the sum followed by an
 element-wise scaling by ``1 / count`` and takes float tensors only.
 
@@ -15,12 +18,20 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
+from kiln.errors import IRValueError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, PrimExpr, Select, const, convert
 from kiln.tir.op import max_value
 from kiln.topi import tag
-from kiln.topi.utils import check_float, check_numeric, check_tensor, fconst, normalize_axes
+from kiln.topi.utils import (
+    check_float,
+    check_numeric,
+    check_tensor,
+    const_int,
+    fconst,
+    normalize_axes,
+)
 
 
 def _out_shape(x: Tensor, dims: tuple[int, ...], keepdims: bool) -> tuple[PrimExpr, ...]:
@@ -84,13 +95,26 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = 
     return reduce("sum", x, axis, keepdims, te.sum, name)
 
 
+def _check_nonempty(op: str, x: Any, axis: Any) -> None:
+    """An extreme over an axis of constant extent 0 is undefined: raise, as numpy does."""
+    x = check_tensor(op, x)
+    for d in normalize_axes(op, x, axis):
+        if const_int(x.shape[d]) == 0:
+            raise IRValueError(
+                f"{op}: axis {d} of tensor {x.name!r} has extent 0; the {op} of no elements is "
+                "undefined (numpy raises too): reduce a non-empty axis"
+            )
+
+
 def max(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
     """The maximum over ``axis``."""
+    _check_nonempty("max", x, axis)
     return reduce("max", x, axis, keepdims, te.max, name)
 
 
 def min(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
     """The minimum over ``axis``."""
+    _check_nonempty("min", x, axis)
     return reduce("min", x, axis, keepdims, te.min, name)
 
 
@@ -181,6 +205,7 @@ def argmax(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor
     """The int64 index of the (first) largest element along ``axis`` (None: flat index)."""
     x = check_tensor("argmax", x)
     check_numeric("argmax", x)
+    _check_nonempty("argmax", x, None if axis is None else [axis])
     dims = normalize_axes("argmax", x, None if axis is None else [axis])
     return _arg_reduce("argmax", x, axis, keepdims, max(x, dims, keepdims=keepdims))
 
@@ -189,5 +214,6 @@ def argmin(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor
     """The int64 index of the (first) smallest element along ``axis`` (None: flat index)."""
     x = check_tensor("argmin", x)
     check_numeric("argmin", x)
+    _check_nonempty("argmin", x, None if axis is None else [axis])
     dims = normalize_axes("argmin", x, None if axis is None else [axis])
     return _arg_reduce("argmin", x, axis, keepdims, min(x, dims, keepdims=keepdims))

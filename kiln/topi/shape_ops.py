@@ -17,7 +17,7 @@ from kiln.ir.dtype import DataType
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, convert
 from kiln.topi import tag
-from kiln.topi.utils import check_tensor, normalize_axis
+from kiln.topi.utils import check_tensor, index_list, normalize_axis
 
 
 def _injective(shape: Any, f: Any, name: str) -> Tensor:
@@ -176,14 +176,26 @@ def slice_axes(
     """``x[begin:end:stride]`` on ``axes`` with Python slice rules; dims may be symbolic (then
     strides must be positive); begin / end are ints."""
     x = check_tensor("strided_slice", x)
-    strides = [1] * len(axes) if strides is None else list(strides)
+    op = "strided_slice"
+    begin, end = index_list(op, x, "begin", begin), index_list(op, x, "end", end)
+    strides = [1] * len(axes) if strides is None else index_list(op, x, "strides", strides)
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise IRValueError(
+            f"strided_slice: axes, begin, end and strides must have the same length, got "
+            f"{len(axes)}, {len(begin)}, {len(end)}, {len(strides)} (tensor {x.name!r})"
+        )
     starts: list[PrimExpr] = [convert(0, d.dtype) for d in x.shape]
     steps = [1] * x.ndim
     lens: list[PrimExpr] = list(x.shape)
     for a, b, e, s in zip(axes, begin, end, strides):
-        d = normalize_axis("strided_slice", x, a)
-        starts[d], lens[d] = _slice_range(x, d, int(b), int(e), int(s))
-        steps[d] = int(s)
+        d = normalize_axis(op, x, a)
+        if not s or b is None or e is None:
+            raise IRValueError(
+                f"strided_slice: axis {d} of tensor {x.name!r} needs an int begin and end and a "
+                f"non-zero stride, got {b}:{e}:{s}"
+            )
+        starts[d], lens[d] = _slice_range(x, d, b, e, s)
+        steps[d] = s
 
     def f(*i: PrimExpr) -> PrimExpr:
         out = []

@@ -8,8 +8,13 @@ slicing, split); errors name the operator and the tensor.
 
 Indices of ``take``/``gather`` are read at run time; ``mode`` says what an out-of-range index does:
 ``"clip"`` (default) clamps it into ``[0, n - 1]`` (negative indices become 0), ``"wrap"`` takes
-it modulo ``n`` (so -1 is the last element, as in Python), ``"fast"`` trusts it (an out-of-range
-index reads outside the tensor: undefined behaviour, for indices already known to be valid).
+it modulo ``n`` (so -1 is the last element, as in Python), ``"fast"`` is *unchecked*: it trusts
+the index, and an out-of-range one reads outside the tensor (undefined behaviour: garbage or a
+crash), so use it only for indices known to be valid.
+
+NOTE: the default is the checked ``"clip"``, TVM's topi default, rather than numpy's ``"raise"``:
+a kernel has no cheap way to stop with an error from inside a vectorized or parallel loop, and
+clamping keeps every read inside the tensor at the cost of one min/max per index.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from kiln.topi.utils import (
     check_tensor,
     const_int,
     const_shape,
+    index_list,
     normalize_axis,
     prod,
     show_shape,
@@ -165,8 +171,11 @@ def strided_slice(
     axes ``begin``/``end``/``strides`` describe (default: the leading ones)."""
     x = check_tensor("strided_slice", x)
     shape = const_shape("strided_slice", x)
-    begin, end = list(begin), list(end)
-    strides = [1] * len(begin) if strides is None else list(strides)
+    begin = index_list("strided_slice", x, "begin", begin)
+    end = index_list("strided_slice", x, "end", end)
+    strides = (
+        [1] * len(begin) if strides is None else index_list("strided_slice", x, "strides", strides)
+    )
     which = list(range(len(begin))) if axes is None else list(axes)
     if not len(begin) == len(end) == len(strides) == len(which):
         raise IRValueError(
@@ -176,8 +185,8 @@ def strided_slice(
     starts, steps, lens = [0] * x.ndim, [1] * x.ndim, list(shape)
     for b, e, s, a in zip(begin, end, strides, which):
         d = normalize_axis("strided_slice", x, a)
-        if s == 0:
-            raise IRValueError(f"strided_slice: stride 0 on axis {d} of tensor {x.name!r}")
+        if s == 0 or s is None:
+            raise IRValueError(f"strided_slice: stride {s} on axis {d} of tensor {x.name!r}")
         start, stop, step = slice(b, e, s).indices(shape[d])
         starts[d], steps[d], lens[d] = start, step, len(range(start, stop, step))
 
@@ -266,13 +275,25 @@ def pad(x: Tensor, pad_width: Any, pad_value: Any = 0, name: str = "T_pad") -> T
 
 
 def _index_value(v: PrimExpr, n: PrimExpr, mode: str) -> PrimExpr:
-    """The index read for index value ``v`` into an axis of extent ``n`` under ``mode``."""
+    """The index read for index value ``v`` into an axis of extent ``n`` under ``mode``.
+
+    NOTE: an index of a type wider than the extent's (int64 indices, uint32 ones into an int32
+    axis) is clipped or wrapped in its own type before it is narrowed: narrowing first would
+    turn ``2**32`` into 0 and ``2**31`` into a negative index."""
+    if mode != "fast" and (
+        v.dtype.bits > n.dtype.bits or (v.dtype.is_uint and v.dtype.bits >= n.dtype.bits)
+    ):
+        return Cast(n.dtype, _clip_or_wrap(v, Cast(v.dtype, n), mode))
     v = Cast(n.dtype, v) if v.dtype != n.dtype else v
-    if mode == "clip":
-        return Min(Max(v, convert(0, n.dtype)), n - 1)
+    return v if mode == "fast" else _clip_or_wrap(v, n, mode)
+
+
+def _clip_or_wrap(v: PrimExpr, n: PrimExpr, mode: str) -> PrimExpr:
+    """``v`` clamped into ``[0, n - 1]`` (``"clip"``) or taken modulo ``n`` (``"wrap"``)."""
     if mode == "wrap":
         return FloorMod(v, n)
-    return v
+    top = n - convert(1, n.dtype)
+    return Min(v, top) if v.dtype.is_uint else Min(Max(v, convert(0, v.dtype)), top)
 
 
 def _check_indices(op: str, indices: Any, mode: str) -> Tensor:
@@ -287,6 +308,15 @@ def _check_indices(op: str, indices: Any, mode: str) -> Tensor:
     return indices
 
 
+def _check_source_axis(op: str, t: Tensor, axis: int, indices: Tensor) -> None:
+    """Indices into an axis of constant extent 0 have nothing to read (numpy raises)."""
+    if const_int(t.shape[axis]) == 0 and all(const_int(d) != 0 for d in indices.shape):
+        raise IRValueError(
+            f"{op}: axis {axis} of tensor {t.name!r} has extent 0, so no index is valid; "
+            f"indices tensor {indices.name!r} is not empty"
+        )
+
+
 def take(
     a: Tensor, indices: Tensor, axis: Any = None, mode: str = "clip", name: str = "T_take"
 ) -> Tensor:
@@ -298,6 +328,7 @@ def take(
         a = reshape(a, (-1,), name=f"{a.name}_flat")
         axis = 0
     ax = normalize_axis("take", a, axis)
+    _check_source_axis("take", a, ax, indices)
     shape = (*a.shape[:ax], *indices.shape, *a.shape[ax + 1 :])
     k = indices.ndim
 
@@ -317,6 +348,7 @@ def gather(
     data = check_tensor("gather", data)
     indices = _check_indices("gather", indices, mode)
     ax = normalize_axis("gather", data, axis)
+    _check_source_axis("gather", data, ax, indices)
     if indices.ndim != data.ndim:
         raise IRValueError(
             f"gather: indices tensor {indices.name!r} has rank {indices.ndim} but data tensor "

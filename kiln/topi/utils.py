@@ -7,6 +7,7 @@ rank 2"``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -101,6 +102,31 @@ def normalize_axes(op: str, t: Tensor, axis: Any) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise IRValueError(f"{op}: axis {axis!r} lists an axis twice (tensor {t.name!r})")
     return tuple(sorted(out))
+
+
+def index_list(op: str, t: Tensor, what: str, values: Any) -> list[int | None]:
+    """``values`` (a list or tuple of ints, constant `IntImm`s, or None for a slice's default)
+    as Python ints; an `IRError` naming ``what`` and the position of the first other item."""
+    if not isinstance(values, (list, tuple)):
+        raise IRError(
+            f"{op}: {what} must be a list of ints, got {type(values).__name__} {values!r} "
+            f"(tensor {t.name!r})"
+        )
+    out: list[int | None] = []
+    for k, v in enumerate(values):
+        if v is None or isinstance(v, IntImm):
+            out.append(None if v is None else v.value)
+            continue
+        try:
+            if isinstance(v, bool):
+                raise TypeError
+            out.append(operator.index(v))
+        except TypeError:
+            raise IRError(
+                f"{op}: {what}[{k}] must be an int, got {type(v).__name__} {v!r} "
+                f"(tensor {t.name!r})"
+            ) from None
+    return out
 
 
 def fconst(value: float, dtype: DataType | str) -> PrimExpr:

@@ -4,8 +4,10 @@
 ``exec_mode="compiled"`` (the default): every graph-level function becomes a ``__vmtir__<name>``
 PrimFunc (`kiln.vm.codegen_tir`), returned beside the kernels; ``"bytecode"``: the functions
 become instructions (`kiln.vm.codegen_bytecode`) and the returned module holds the kernels only.
-Either way every kernel of the module is listed in the function table (the kernel table,
-``Executable.kernels``), so the VM finds each in the library when it starts.
+Either way every kernel of the module -- its PrimFuncs and the symbols of its external C
+(``external_mods``) -- is listed in the function table (the kernel table, ``Executable.kernels``),
+so the VM finds each in the library when it starts. ``Extern=1`` graph functions are not
+translated: their code is that external C.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kiln.tir.function import PrimFunc
 from kiln.vm.codegen_bytecode import codegen_bytecode
 from kiln.vm.codegen_tir import codegen_tir
 from kiln.vm.exec_builder import ExecBuilder
+from kiln.vm.functions import linked_symbols
 
 EXEC_MODES = ("bytecode", "compiled")
 
@@ -41,4 +44,6 @@ def vm_codegen(
         sym = func.global_symbol if isinstance(func, PrimFunc) else None
         if sym is not None and not sym.startswith(VMTIR_PREFIX):
             builder.declare(sym, FuncKind.KERNEL)
+    for sym in sorted(linked_symbols(mod)):
+        builder.declare(sym, FuncKind.KERNEL)
     return out

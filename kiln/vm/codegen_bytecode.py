@@ -52,7 +52,7 @@ from kiln.runtime.vm_format import Call as VMCall
 from kiln.runtime.vm_format import If as VMIf
 from kiln.tir.expr import FloatImm, IntImm
 from kiln.vm.exec_builder import ExecBuilder
-from kiln.vm.functions import callee_of, is_void, table_entry, vm_function_name
+from kiln.vm.functions import callee_of, is_vm_function, is_void, table_entry, vm_function_name
 from kiln.vm.registers import Registers
 
 COPY = builtin("copy").name
@@ -197,7 +197,8 @@ class FunctionCodegen:
         return Arg.func(self.builder.declare(name, kind))
 
     def visit_ExternFunc(self, e: ExternFunc) -> Arg:
-        return Arg.func(self.builder.declare(e.global_symbol, FuncKind.PACKED))
+        name, kind = table_entry(self.mod, e, FuncKind.BYTECODE)
+        return Arg.func(self.builder.declare(name, kind))
 
     def visit_Function(self, f: Function) -> Arg:
         raise CodegenError("VM codegen: a local function is left; run LambdaLift first")
@@ -208,8 +209,8 @@ def codegen_bytecode(mod: IRModule, builder: ExecBuilder) -> IRModule:
     the module (the kernels, built into the library)."""
     rest: dict[GlobalVar, Any] = {}
     for gv, func in mod.items():
-        if isinstance(func, Function):
-            FunctionCodegen(mod, builder, gv, func).generate()
-        else:
+        if is_vm_function(func):
+            FunctionCodegen(mod, builder, gv, func).generate()  # type: ignore[arg-type]
+        elif not isinstance(func, Function):  # an Extern=1 function: its C is in external_mods
             rest[gv] = func
     return IRModule(rest, mod.attrs)

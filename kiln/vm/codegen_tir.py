@@ -53,7 +53,7 @@ from kiln.tir.expr import StringImm as TirString
 from kiln.tir.expr import Var as TirVar
 from kiln.tir.function import PrimFunc
 from kiln.vm.exec_builder import ExecBuilder
-from kiln.vm.functions import callee_of, is_void, table_entry, vm_function_name
+from kiln.vm.functions import callee_of, is_vm_function, is_void, table_entry, vm_function_name
 from kiln.vm.registers import Registers
 
 COPY = builtin("copy").name
@@ -241,7 +241,8 @@ class FunctionCodegen:
         return self.get(self.f, self.builder.declare(name, kind))
 
     def visit_ExternFunc(self, e: ExternFunc) -> PrimExpr:
-        return self.get(self.f, self.builder.declare(e.global_symbol, FuncKind.PACKED))
+        name, kind = table_entry(self.mod, e, FuncKind.VMTIR)
+        return self.get(self.f, self.builder.declare(name, kind))
 
     def visit_Function(self, f: Function) -> PrimExpr:
         raise CodegenError("VM codegen: a local function is left; run LambdaLift first")
@@ -252,9 +253,9 @@ def codegen_tir(mod: IRModule, builder: ExecBuilder) -> IRModule:
     in ``builder``'s function table as a compiled VM function)."""
     funcs: dict[GlobalVar, Any] = {}
     for gv, func in mod.items():
-        if isinstance(func, Function):
-            prim = FunctionCodegen(mod, builder, gv, func).generate()
+        if is_vm_function(func):
+            prim = FunctionCodegen(mod, builder, gv, func).generate()  # type: ignore[arg-type]
             funcs[GlobalVar(prim.global_symbol or "")] = prim
-        else:
+        elif not isinstance(func, Function):  # an Extern=1 function: its C is in external_mods
             funcs[gv] = func
     return IRModule(funcs, mod.attrs)

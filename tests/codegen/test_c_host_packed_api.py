@@ -195,8 +195,17 @@ def test_scalar_arguments(built: Module) -> None:
     _raises(TypeError, "scalars: argument flag expected a bool, got str", f, 3, out, 1.0, "yes")
     _raises(
         ValueError,
-        "scalars: argument x = 1099511627776 is out of range for int32",
+        "scalars: argument x = 2**40 does not fit int32",
         f,
+        2**40,
+        out,
+        1.0,
+        True,
+    )
+    _raises(  # the entry's own check, without the Python call path
+        ValueError,
+        "scalars: argument x = 1099511627776 does not fit int32",
+        f.ffi_function,
         2**40,
         out,
         1.0,

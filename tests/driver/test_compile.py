@@ -81,27 +81,41 @@ def test_compile_refuses_what_it_cannot_compile() -> None:
         kiln.compile(MLP, entry="forward")
 
 
+VM_LOWERING = [
+    "lambda-lift",
+    "to-non-dataflow",
+    "call-shape-functions",
+    "call-tir-rewrite",
+    "static-plan-block-memory",
+    "vm-builtin-lower",
+    "vm-shape-lower",
+    "attach-global-symbol",
+]
+
+
 def test_the_relax_pipeline_is_one_visible_list() -> None:
-    names = [p.name for p in default_relax_pipeline(Target("c"))]
-    assert names == [
+    passes = default_relax_pipeline(Target("c"))
+    names = [p.name for p in passes]
+    assert names == ["relax-normalize", "fuse-ops", "lower-te", "legalize-ops", *VM_LOWERING]
+    lower_te = passes[2]
+    assert (lower_te.module_name, str(lower_te.target)) == ("default", "c")
+    with_dnnl = default_relax_pipeline(Target("c"), external_codegens=["dnnl"])
+    assert [p.name for p in with_dnnl][:3] == [
         "relax-normalize",
-        "legalize-ops",
-        "lambda-lift",
-        "to-non-dataflow",
-        "call-tir-rewrite",
-        "static-plan-block-memory",
-        "vm-builtin-lower",
-        "vm-shape-lower",
-        "attach-global-symbol",
+        "partition-for-compiler",
+        "fuse-ops",
     ]
+    assert with_dnnl[1].compiler == "dnnl"
 
 
 def test_vm_form_prints_as_script_that_parses_back() -> None:
     from kiln.driver.relax_build import lower_to_vm
+    from kiln.examples.models import MLP
     from kiln.ir.structural import assert_structural_equal
     from kiln.script import from_source
     from tests.vm.test_vm_build import Branches, Closures, DataDependent
+    from tests.vm.test_vm_models import ConvBlock, Dynamic
 
-    for mod in (Branches, Closures, DataDependent):
+    for mod in (Branches, Closures, DataDependent, MLP, ConvBlock, Dynamic):
         lowered = lower_to_vm(mod)
         assert_structural_equal(from_source(lowered.script()), lowered)

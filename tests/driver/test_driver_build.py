@@ -136,6 +136,7 @@ def test_demo_runs_checks_and_reports(capsys: pytest.CaptureFixture[str], tmp_pa
     out = capsys.readouterr().out
     for row in ("kiln bytecode", "kiln compiled", "numpy", "profile of main (compiled mode)"):
         assert row in out
+    assert "default_fused_matmul_add_relu " in out  # one fused kernel per layer
     for ex in kernels.EXAMPLES:
         assert f"{ex.name} " in out
     assert out.count("  ok") == len(kernels.EXAMPLES) + 2  # + the model in each mode

@@ -13,6 +13,7 @@ import tvm_ffi
 from kiln.errors import KilnError
 from kiln.runtime import (
     FunctionNotFoundError,
+    LibraryFunction,
     Module,
     build_module,
     compile_c,
@@ -42,10 +43,13 @@ def test_call_with_ffi_tensors(mod: Module) -> None:
     np.testing.assert_array_equal(to_numpy(y), [1, 2, 3, 4])
 
 
-def test_functions_are_raw_ffi_functions(mod: Module) -> None:
+def test_functions_wrap_raw_ffi_functions(mod: Module) -> None:
     f = mod["add_one"]
-    assert isinstance(f, tvm_ffi.Function)
+    assert isinstance(f, LibraryFunction) and isinstance(f.ffi_function, tvm_ffi.Function)
     assert mod.get_function("add_one") is f
+    # passed to tvm-ffi (a VM's function table, a container), it is the raw function
+    (inner,) = tvm_ffi.convert([f])
+    assert inner.same_as(f.ffi_function)
 
 
 def test_error_raised_in_c_arrives_as_python_exception(mod: Module) -> None:
@@ -160,6 +164,7 @@ def test_empty_metadata(cache_dir: Path) -> None:
         (["1abc"], "not a C identifier"),
         (["a", "b", "a"], "listed twice"),
         (["__kiln_func_names"], "reserved"),
+        (["__kiln_func_args"], "reserved"),
     ],
 )
 def test_metadata_rejects_bad_names(names: list[str], match: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +15,7 @@ import numpy as np
 import pytest
 
 from kiln.errors import KilnError, ToolchainError
-from kiln.runtime import compile_c, load_module
+from kiln.runtime import build_module, compile_c, load_module
 
 NOOP_C = r"""
 #include <tvm/ffi/c_api.h>
@@ -155,3 +158,118 @@ def test_undefined_symbol_fails_at_compile_time(cache_dir: Path) -> None:
     src = NOOP_C + "void kiln_no_such_function(void);\nvoid use(void) { kiln_no_such_function(); }"
     with pytest.raises(ToolchainError, match="kiln_no_such_function"):
         compile_c(src)
+
+
+# -- cache faults: each entry is rebuilt or refused with a KilnError naming the file ------------
+def _stem_paths(lib: Path) -> dict[str, Path]:
+    return {
+        ".so": lib,
+        ".c": lib.with_suffix(".c"),
+        ".lock": lib.with_suffix(".lock"),
+        ".so.sha256": lib.with_name(lib.name + ".sha256"),
+        ".log": lib.with_suffix(".log"),
+    }
+
+
+@pytest.mark.parametrize("suffix", [".so", ".c", ".lock", ".so.sha256", ".log"])
+def test_entry_path_taken_by_a_directory_is_reported(
+    suffix: str, cache_dir: Path, kernels_source: str
+) -> None:
+    lib = compile_c(kernels_source)
+    for path in _stem_paths(lib).values():
+        path.unlink(missing_ok=True)
+    taken = _stem_paths(lib)[suffix]
+    (taken / "inside").mkdir(parents=True)
+    with pytest.raises(KilnError) as info:
+        compile_c(kernels_source)
+    msg = str(info.value)
+    assert f"{taken} is a directory" in msg and "Fix: remove it" in msg, msg
+    assert not isinstance(info.value, IsADirectoryError)
+
+
+@pytest.mark.parametrize("garbage", [b"not a library at all" * 8, b"\x7fELF but truncated" * 8])
+def test_garbage_library_with_a_matching_digest_is_rebuilt(
+    garbage: bytes, counting_cc: Callable[[], int], cache_dir: Path, kernels_source: str
+) -> None:
+    lib = compile_c(kernels_source)  # NOTE: not loaded by this process, so it may be damaged
+    lib.write_bytes(garbage)
+    lib.with_name(lib.name + ".sha256").write_text(hashlib.sha256(garbage).hexdigest() + "\n")
+    m = build_module(kernels_source)  # not ELF: compile_c rebuilds; ELF: loading fails first
+    x = np.ones(3, dtype="float32")
+    y = np.zeros_like(x)
+    m["add_one"](x, y)
+    assert (y == 2).all() and lib.read_bytes()[:4] == b"\x7fELF"
+    assert counting_cc() == 2
+
+
+_NO_WRITE_CHILD = """
+import sys
+from kiln.errors import KilnError
+from kiln.runtime import build_module
+source = open(sys.argv[1]).read()
+m = build_module(source)  # a valid entry: a hit needs no lock and no write
+try:
+    build_module(source + "\\n/* another entry */\\n")
+except KilnError as e:
+    print("KilnError:", e)
+"""
+
+
+def _read_only_run(
+    cache: Path, argv: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess:
+    """Run ``argv`` with ``cache`` read-only: mode 0555, and for root (whom modes do not stop)
+    a read-only bind mount in a private mount namespace; skips where neither is possible."""
+    cache.chmod(0o555)
+    if os.geteuid() == 0:
+        if shutil.which("unshare") is None:
+            pytest.skip("running as root without unshare(1): cannot make a read-only directory")
+        script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+        argv = ["unshare", "-m", "sh", "-c", script, str(cache), *argv]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 and ("unshare:" in proc.stderr or "mount:" in proc.stderr):
+        pytest.skip(f"cannot make a read-only bind mount here: {proc.stderr.strip()}")
+    return proc
+
+
+def test_unwritable_cache_directory_is_reported_and_hits_still_work(
+    cache_dir: Path, kernels_source: str, child_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A lock in a directory kiln cannot write is a KilnError saying what to do; a valid entry
+    there still loads (a hit takes no lock)."""
+    compile_c(kernels_source)
+    src = tmp_path / "kernels.c"
+    src.write_text(kernels_source)
+    try:
+        proc = _read_only_run(
+            cache_dir, [sys.executable, "-c", _NO_WRITE_CHILD, str(src)], child_env
+        )
+    finally:
+        cache_dir.chmod(0o755)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("KilnError: kiln cache: ") and str(cache_dir) in out, out
+    assert "cannot be opened as a lock file" in out and "KILN_CACHE_DIR" in out, out
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        ("exit 0", "exited with status 0 but wrote nothing"),
+        (
+            'for a; do [ "$prev" = -o ] && echo hello > "$a"; prev=$a; done; exit 0',
+            "wrote a file that is not a shared library",
+        ),
+    ],
+)
+def test_compiler_that_writes_no_library_caches_nothing(
+    script: str, says: str, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "fake-cc"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KILN_CC", str(fake))
+    with pytest.raises(ToolchainError, match=says) as info:
+        compile_c(NOOP_C)
+    assert "KILN_CC" in str(info.value)
+    assert _entries(cache_dir) == [] and not list(cache_dir.glob("*.sha256"))

@@ -58,7 +58,7 @@ def test_call_tir_chain_with_a_symbolic_length(n: int) -> None:
     np.testing.assert_allclose(run_both(Kernels, "main", x), (x + 2) * 3, rtol=1e-6)
 
 
-def test_legalized_mlp_with_a_symbolic_batch() -> None:
+def test_mlp_with_a_symbolic_batch() -> None:
     for batch in (1, 5, 17):
         args = [f32(batch, 16), f32(32, 16), f32(32), f32(32, 4)]
         got = run_both(MLP, "main", *args)

@@ -16,7 +16,7 @@ from kiln.runtime.vm_format import FuncKind
 from kiln.runtime.vm_runtime import load_vm_runtime
 from kiln.tir.expr import StringImm
 from kiln.vm import ExecBuilder, codegen_bytecode, codegen_tir
-from tests.vm import test_vm_build
+from tests.vm import test_vm_build, test_vm_models
 
 ROOT = Path(__file__).resolve().parents[2]
 EMITTERS = sorted((ROOT / "kiln" / "relax" / "transform").glob("*.py")) + sorted(
@@ -75,11 +75,14 @@ def test_every_name_emitted_for_the_test_programs_is_in_the_table() -> None:
         test_vm_build.Constants,
         test_vm_build.Calls,
         test_vm_build.DataDependent,
+        test_vm_models.ConvBlock,
+        test_vm_models.Dynamic,
     ]
     seen = set().union(*(emitted(m) for m in programs))
     assert seen <= TABLE, sorted(seen - TABLE)
     # the programs exercise the builtins that shape, memory and control lowering use
-    for name in ("match_shape", "make_shape", "alloc_storage", "empty", "read_if_cond"):
+    shapes = ("match_shape", "make_shape", "tensor_to_shape", "call_tir_dyn")
+    for name in (*shapes, "alloc_storage", "empty", "read_if_cond"):
         assert BUILTIN_PREFIX + name in seen
     assert all(is_builtin(n) for n in seen)
 

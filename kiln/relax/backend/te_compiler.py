@@ -23,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kiln import te, topi
+from kiln import config, te, topi
 from kiln.errors import IRError, IRValueError, PassError
-from kiln.ir.dtype import DataType
 from kiln.ir.target import Target
 from kiln.relax.analysis.outline import substitute
 from kiln.relax.analysis.struct_info import tir_vars
@@ -44,6 +43,7 @@ from kiln.relax.struct_info import (
     TupleStructInfo,
 )
 from kiln.relax.te_bridge import TEArgs, has_symbolic_dims, prim_func_of
+from kiln.tir.analysis.rebind import fresh_copy
 from kiln.tir.attrs import TARGET
 from kiln.tir.buffer import decl_buffer
 from kiln.tir.expr import BufferLoad, IntImm, PrimExpr
@@ -208,14 +208,25 @@ def _known(sinfo: Any) -> bool:
     return False
 
 
+def _schedule(outs: list[te.Tensor], target: Target, name: str) -> te.Schedule:
+    """The target's default schedule of ``outs``; TE's plain schedule (serial loops, named by a
+    remark) when the operator library cannot schedule them."""
+    try:
+        return topi.schedule_for(outs, target)
+    except IRError as e:
+        # NOTE: kiln.topi's reduction schedule fails on int64 index arithmetic (symbolic shapes
+        # with a reduction split into lanes); the kernel is still correct unscheduled.
+        config.remark(f"LowerTE: {name} left unscheduled (serial loops): {e}")
+        return te.create_schedule(outs)
+
+
 def lower_primitive(func: Function, target: Target, name: str, where: str) -> PrimFunc:
     """The scheduled PrimFunc ``name`` of primitive ``func`` (see the module docstring)."""
     op_records(func, where)
     tb = _TEBuilder(func, target, where)
     outs = tb.outputs(func.body.body if isinstance(func.body, SeqExpr) else func.body)
     inputs = [ph for _, ph in tb.conv.inputs]
-    sch = topi.schedule_for(outs, target)
-    prim, tir_vars_ = prim_func_of(inputs, outs, name, schedule=sch)
+    prim, tir_vars_ = prim_func_of(inputs, outs, name, schedule=_schedule(outs, target, name))
     if tir_vars_:
         names = ", ".join(v.name for v in tir_vars_)
         raise _fail(
@@ -223,6 +234,9 @@ def lower_primitive(func: Function, target: Target, name: str, where: str) -> Pr
             f"its result uses symbolic variables ({names}) its parameters do not "
             "define; fix: pass them as tensor dims, or match_cast the result",
         )
+    # NOTE: a fresh copy: the TE placeholders' symbolic dims are the graph function's own
+    # variables, and a PrimFunc binds variables of its own.
+    prim = fresh_copy(prim)
     return replace(prim, attrs=prim.attrs.with_item(TARGET, str(target)), span=func.span)
 
 
@@ -340,7 +354,7 @@ def shape_function(func: Function, name: str, host: Target, where: str) -> Shape
     body: Stmt = seq(*stores)
     for var, load in reversed(list(sp.binds.items())):
         body = LetStmt(var, load, body)
-    handles = [TirVar(b.name, DataType("handle", 0)) for b in [*sp.buffers, *outs]]
+    handles = [TirVar(b.name, "handle") for b in [*sp.buffers, *outs]]
     bmap = dict(zip(handles, [*sp.buffers, *outs]))
     prim = PrimFunc(
         tuple(handles), body, buffer_map=bmap, attrs={TARGET: str(host)}, span=func.span

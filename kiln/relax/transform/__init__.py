@@ -1,6 +1,7 @@
 """Graph-level passes, one per file (each maps an IRModule to an IRModule)."""
 
 from kiln.relax.transform.attach_global_symbol import AttachGlobalSymbol
+from kiln.relax.transform.call_shape_functions import CallShapeFunctions
 from kiln.relax.transform.call_tir_rewrite import CallTIRRewrite
 from kiln.relax.transform.canonicalize_bindings import CanonicalizeBindings
 from kiln.relax.transform.dead_code_elimination import DeadCodeElimination
@@ -17,6 +18,7 @@ from kiln.relax.transform.vm_shape_lower import VMShapeLower
 
 __all__ = [
     "AttachGlobalSymbol",
+    "CallShapeFunctions",
     "CallTIRRewrite",
     "CanonicalizeBindings",
     "ChainPattern",

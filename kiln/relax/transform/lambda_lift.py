@@ -7,7 +7,8 @@ binding becomes ``f = vm.builtin.make_closure(outer_f, captured...)``, which the
 that captures nothing is replaced by ``outer_f`` itself, so its calls become direct calls.
 Nested local functions are lifted innermost first.
 
-Postcondition: no `Function` is nested inside another.
+Postcondition: no `Function` is nested inside another (``Extern=1`` functions, whose C comes
+from an external codegen, are left as they are).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.transform import Pass, PassContext
 from kiln.ir.visitor import pre_order_nodes
 from kiln.relax.analysis.free_vars import free_vars
+from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.binding import VarBinding
 from kiln.relax.expr import Call, ExternFunc, Function, Var
 from kiln.relax.expr_functor import ExprMutator
@@ -73,7 +75,9 @@ class LambdaLift(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
         for gv, func in list(mod.items()):
-            if not isinstance(func, Function) or not _has_local_function(func):
+            if not isinstance(func, Function) or func.get_attr(EXTERN):
+                continue
+            if not _has_local_function(func):
                 continue
             lift = _Lift(out, func.global_symbol or gv.name_hint)
             new = lift.visit(func)

@@ -6,7 +6,8 @@ record's TE computation (`BlockBuilder.call_te`), and structurally equal PrimFun
 once. Calls whose struct info or operands' shapes are unknown stay as they are (they cannot be
 computed in TE), as do builtins (``call_tir``, ``call_packed``, ``shape_of``...).
 
-Postcondition: the module holds the new private PrimFuncs beside the rewritten functions.
+Postcondition: the module holds the new private PrimFuncs beside the rewritten functions;
+``Extern=1`` functions (their C comes from an external codegen) are left as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 from kiln.ir.module import IRModule
 from kiln.ir.transform import Pass, PassContext
+from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.registry import find_op_def
@@ -76,7 +78,7 @@ class LegalizeOps(Pass):
         mut = _Legalizer(mod)
         changed = {}
         for gv, func in mod.items():
-            if isinstance(func, Function):
+            if isinstance(func, Function) and not func.get_attr(EXTERN):
                 new = mut.visit(func)
                 if new is not func:
                     changed[gv] = new

@@ -9,15 +9,17 @@ never leaves that sequence becomes a view of a storage block:
 
 A storage is reused by a later allocation once every tensor placed in it is dead (used by no
 later binding). A tensor may alias what it flows into: a variable bound to it, a tuple or a
-tuple item holding it, and the result of any call it is passed to other than a kernel call
-(which returns nothing), so a packed function returning its argument keeps it alive. A tensor
+tuple item holding it, and the result of any call it is passed to other than a call returning
+nothing (a kernel's, an external function's), so a packed function returning its argument keeps
+it alive. A tensor
 that reaches the sequence's result (the function's return value, a branch's value) escapes and
 keeps its own allocation. Sizes: a constant request takes the smallest free storage that is big
 enough, else grows the largest free one, else opens a new one; a symbolic request reuses a free
 storage of the same byte-size expression. So a chain of N same-size intermediates uses 2
 storages, not N.
 
-Postcondition: the remaining ``builtin.alloc_tensor`` calls are the escaping tensors.
+Postcondition: the remaining ``builtin.alloc_tensor`` calls are the escaping tensors;
+``Extern=1`` functions (external C) are left as they are.
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from kiln.ir.op import Op
 from kiln.ir.structural import structural_equal
 from kiln.ir.transform import PassContext
 from kiln.relax.analysis.free_vars import free_vars
+from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.binding import Binding, VarBinding
 from kiln.relax.expr import Call, DataTypeImm, Expr, Function, SeqExpr, ShapeExpr, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.function_pass import FunctionPass
 from kiln.relax.op.memory import alloc_storage, alloc_tensor
-from kiln.relax.struct_info import INT64
+from kiln.relax.struct_info import INT64, TupleStructInfo
 from kiln.tir.expr import IntImm, PrimExpr
 from kiln.tir.function import PrimFunc
 
@@ -97,10 +100,16 @@ class _Liveness:
             self.holds[id(b.var)] = used
 
     def is_kernel_call(self, value: Expr) -> bool:
-        """A call writing its outputs in place and returning nothing (a PrimFunc's)."""
-        if not isinstance(value, Call) or not isinstance(value.op, GlobalVar):
+        """A call writing its outputs in place and returning nothing (a PrimFunc's, or one
+        whose value is ``()``: an external function's, a destination-passing packed one's)."""
+        if not isinstance(value, Call):
             return False
-        return isinstance(self.mod.functions.get(value.op), PrimFunc)
+        sinfo = value.struct_info_
+        if isinstance(sinfo, TupleStructInfo) and not sinfo.fields:
+            return True
+        return isinstance(value.op, GlobalVar) and isinstance(
+            self.mod.functions.get(value.op), PrimFunc
+        )
 
     def escape(self, result: Expr) -> None:
         for t in self.tokens_of(free_vars(result)):
@@ -184,4 +193,6 @@ class StaticPlanBlockMemory(FunctionPass):
     name: ClassVar[str] = "static-plan-block-memory"
 
     def transform(self, gv: GlobalVar, func: Function, mod: IRModule, ctx: PassContext) -> BaseFunc:
+        if func.get_attr(EXTERN):
+            return func
         return _Planner(mod).visit(func)

@@ -13,7 +13,8 @@ of an `ExternFunc`. Every name comes from the runtime's builtin table
 (`kiln.runtime.vm_builtins`). Any other operator left at this point has no VM lowering: the
 pass names it and the pass that should have removed it.
 
-Postcondition: the only operators left are ``call_builtin_with_ctx`` and ``null_value``.
+Postcondition: the only operators left are ``call_builtin_with_ctx`` and ``null_value``
+(``Extern=1`` functions, whose C comes from an external codegen, are left as they are).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
 from kiln.ir.transform import PassContext
+from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.expr import Call, Expr, ExternFunc, Function
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.function_pass import FunctionPass
@@ -75,6 +77,7 @@ LOWERINGS: dict[str, Callable[[Call], Expr]] = {
 _BEFORE = {
     "relax.call_tir": "CallTIRRewrite",
     "relax.call_dps_packed": "CallTIRRewrite",
+    "relax.call_lowered": "CallTIRRewrite",
 }
 
 
@@ -102,4 +105,6 @@ class VMBuiltinLower(FunctionPass):
     name: ClassVar[str] = "vm-builtin-lower"
 
     def transform(self, gv: GlobalVar, func: Function, mod: IRModule, ctx: PassContext) -> BaseFunc:
+        if func.get_attr(EXTERN):
+            return func
         return _Lower(mod).visit(func)

@@ -19,7 +19,7 @@ then asserted against the computed slots. Every non-constant ``R.shape`` becomes
 ``vm.builtin.make_prim_value(heap, code, value)``.
 
 Postcondition: every `ShapeExpr` and `PrimValue` left is constant; functions have no nested
-functions (run `LambdaLift` first).
+functions (run `LambdaLift` first). ``Extern=1`` functions (external C) are left as they are.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.structural import structural_equal
 from kiln.ir.transform import Pass, PassContext
+from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.analysis.struct_info import tir_vars
 from kiln.relax.binding import BindingBlock, MatchCast
 from kiln.relax.expr import (
@@ -380,7 +381,7 @@ class VMShapeLower(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
         for gv, func in list(mod.items()):
-            if isinstance(func, Function):
+            if isinstance(func, Function) and not func.get_attr(EXTERN):
                 new, out = lower_function(gv, func, out)
                 out = out.update(gv, new)
         return out

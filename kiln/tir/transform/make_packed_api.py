@@ -14,7 +14,12 @@ Postcondition, for every PrimFunc:
   shape does not keep it within the type its flat indices are computed in
   (`kiln.tir.analysis.buffer_index`: a 1-D ``(n * m,)`` buffer indexed in int32); then every
   shape dimension (constant: equal; first sight of a variable: bind it; later sights and
-  expressions: equal to the bound value).
+  expressions: equal to the bound value). The plan also lists the arguments the function may
+  write (`kiln.tir.analysis.writes`: stores, escapes, and writes of module functions it passes
+  them to), which the runtime refuses to bind to read-only arrays; and, for a ``tir.noalias``
+  function (C ``restrict`` pointers), every pair of tensor arguments of which at least one is
+  written, whose byte ranges the entry checks do not overlap (two inputs may share memory:
+  reading through two restrict pointers to the same bytes is well defined).
 - a private function whose buffers have symbolic shapes no parameter provides is an error (its
   callers could not pass the dimensions).
 
@@ -33,7 +38,8 @@ from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
 from kiln.tir.analysis.buffer_index import flat_index_dtype, needs_count_check
 from kiln.tir.analysis.vars import used_vars
-from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH, PACKED_API
+from kiln.tir.analysis.writes import written_params
+from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH, NOALIAS, PACKED_API
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import IntImm, PrimExpr, Var, is_const_int
 from kiln.tir.function import EMPTY_MAP, PrimFunc, PrimFuncPass
@@ -58,6 +64,7 @@ class MakePackedAPI(PrimFuncPass):
         if func.global_symbol is None:
             return _private(func, args, label)
         api = _plan(func.global_symbol, args, label)
+        api = _with_writes(api, written_params(func, mod), bool(func.get_attr(NOALIAS)))
         new = replace(func, params=api.typed_params, buffer_map=EMPTY_MAP)
         return new.with_attr(PACKED_API, api)
 
@@ -137,3 +144,14 @@ def _plan(symbol: str, args: tuple[PackedArg, ...], label: str) -> PackedAPI:
         if a.buffer is not None and needs_count_check(a.buffer)
     )
     return PackedAPI(symbol, args, tuple(compact), tuple(checks + deferred), tuple(dims), counts)
+
+
+def _with_writes(api: PackedAPI, written: tuple[bool, ...], noalias: bool) -> PackedAPI:
+    """``api`` with its written arguments and, for a noalias function, the pairs to check."""
+    writes = tuple(i for i, w in enumerate(written) if w)
+    tensors = [i for i, a in enumerate(api.args) if a.buffer is not None]
+    pairs: list[tuple[int, int]] = []
+    if noalias:
+        for k, i in enumerate(tensors):
+            pairs += [(i, j) for j in tensors[k + 1 :] if i in writes or j in writes]
+    return replace(api, writes=writes, overlaps=tuple(pairs))

@@ -68,7 +68,7 @@ def rfactor(sch: Schedule, tensor: Tensor, lanes: int, parts: int = 1) -> Tensor
     c_ax = AxisVar("c", dt, dom=Range(convert(0, dt), convert(parts, dt)))
     l_ax = AxisVar("l", dt, dom=Range(convert(0, dt), convert(lanes, dt)))
     n_ko = per_part if per_part is not None else _ceil(ext, lanes)
-    ko = reduce_axis((0, n_ko), name=f"{k.name}_o")
+    ko = reduce_axis(Range(convert(0, dt), convert(n_ko, dt)), name=f"{k.name}_o")
     others = op.reduce_axis[:-1]
     fresh_others = tuple(reduce_axis(r.dom, name=r.name) for r in others)  # type: ignore[arg-type]
     flat = (c_ax * n_ko + ko) * lanes + l_ax if parts > 1 else ko * lanes + l_ax

@@ -5,6 +5,12 @@ Output size per spatial axis (PyTorch's rule): ``(size + pad_lo + pad_hi - dilat
 the high padding is dropped). ``padding`` is an int, a ``(pad_h, pad_w)`` pair (both sides), or
 ``(top, left, bottom, right)``.
 
+Every window must hold at least one input element (`check_pool_padding`): an output over
+padding alone would be the lowest float (maximum) or 0 / 0 = NaN (mean without the padding), so
+such a geometry is an error. Each side's padding must be below the dilated window
+``dilation * (k - 1) + 1`` (onnxruntime's rule; PyTorch asks for at most half), and with
+dilation no window may straddle a small input without a tap inside it.
+
 max_pool2d ignores padded positions. avg_pool2d sums the window (padding counts as 0) and
 divides by the window size clipped to the padded input (``count_include_pad=True``, PyTorch's
 default) or by the number of real input elements in the window (``count_include_pad=False``).
@@ -23,7 +29,7 @@ from kiln.tir.expr import Cast, Max, Min, PrimExpr, convert
 from kiln.tir.op import min_value
 from kiln.topi import tag
 from kiln.topi.reduce import mean
-from kiln.topi.utils import check_numeric, check_tensor, const_shape
+from kiln.topi.utils import check_numeric, check_tensor, const_int, const_shape
 
 
 def _pair(op: str, value: Any, what: str) -> tuple[int, int]:
@@ -47,6 +53,42 @@ def _padding(op: str, padding: Any) -> tuple[int, int, int, int]:
             f"non-negative ints, got {padding!r}"
         )
     return pads[0], pads[1], pads[2], pads[3]
+
+
+def check_pool_padding(
+    op: str,
+    x: Tensor,
+    pool_size: tuple[int, int],
+    dilation: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    strides: tuple[int, int] | None = None,
+    out_hw: tuple[Any, Any] | None = None,
+) -> None:
+    """Every window must hold an input element (see module docstring): each side's padding is
+    below the dilated window, and, when the extents are constant (``x``'s spatial axes and
+    ``out_hw``), no window's taps all fall in the padding."""
+    for k, (side, pad) in enumerate(zip(("top", "left", "bottom", "right"), padding)):
+        span = dilation[k % 2] * (pool_size[k % 2] - 1) + 1
+        if pad >= span:
+            raise IRValueError(
+                f"{op}: {side} padding {pad} of tensor {x.name!r} is not smaller than the window "
+                f"({span}): windows would lie entirely in the padding; use padding below {span}"
+            )
+    if strides is None or out_hw is None:
+        return
+    for k, axis in enumerate(("height", "width")):
+        size, out = const_int(x.shape[2 + k]), const_int(out_hw[k])
+        if size is None or out is None:
+            continue
+        taps = range(0, dilation[k] * pool_size[k], dilation[k])
+        for o in range(out):
+            start = o * strides[k] - padding[k]
+            if not any(0 <= start + t < size for t in taps):
+                raise IRValueError(
+                    f"{op}: window {o} along the {axis} of tensor {x.name!r} reads only padding "
+                    f"(extent {size}, window {pool_size[k]}, dilation {dilation[k]}, padding "
+                    f"{padding[k]}); reduce the padding or the dilation"
+                )
 
 
 def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int, ceil_mode: bool) -> int:
@@ -81,6 +123,7 @@ class _Window:
         self.sh, self.sw = _pair(op, strides if strides is not None else pool_size, "strides")
         self.dh, self.dw = _pair(op, dilation, "dilation")
         self.pt, self.pl, self.pb, self.pr = _padding(op, padding)
+        pads = (self.pt, self.pl, self.pb, self.pr)
         self.oh = _out_size(self.h, self.kh, self.sh, self.pt, self.pb, self.dh, ceil_mode)
         self.ow = _out_size(self.w, self.kw, self.sw, self.pl, self.pr, self.dw, ceil_mode)
         if self.oh <= 0 or self.ow <= 0:
@@ -88,6 +131,8 @@ class _Window:
                 f"{op}: the window ({self.kh}x{self.kw}) does not fit tensor {self.x.name!r} of "
                 f"spatial size {self.h}x{self.w} with this padding"
             )
+        size, dil = (self.kh, self.kw), (self.dh, self.dw)
+        check_pool_padding(op, self.x, size, dil, pads, (self.sh, self.sw), (self.oh, self.ow))
 
     @property
     def out_shape(self) -> tuple[Any, ...]:

@@ -6,7 +6,8 @@ pools of `kiln.topi.nn.pool` are the ones to use (they carry the tuned CPU sched
 arithmetic uses the dtype of the data's shape throughout (int64 for symbolic shapes).
 
 ``padding`` is ``(top, left, bottom, right)``; padded positions read 0 (convolution, average)
-or are skipped (maximum). ``adaptive_avg_pool2d`` averages, for output cell ``i`` of ``n`` over
+or are skipped (maximum). Every pooling window must hold an input element (`check_pool_padding`).
+``adaptive_avg_pool2d`` averages, for output cell ``i`` of ``n`` over
 an input axis of extent ``H``, the input rows ``floor(i*H/n)`` to ``ceil((i+1)*H/n)``.
 """
 
@@ -20,6 +21,7 @@ from kiln.te import Tensor
 from kiln.tir.expr import Cast, FloorDiv, IntImm, Max, Min, PrimExpr, convert
 from kiln.tir.op import min_value
 from kiln.topi import tag
+from kiln.topi.nn.pool import check_pool_padding
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import check_tensor
 
@@ -83,6 +85,8 @@ def pool2d_any(
 ) -> Tensor:
     """``"max"`` or ``"avg"`` pooling of NCHW ``x`` into ``out_shape``."""
     x = check_tensor(f"{kind}_pool2d", x)
+    out_hw = (out_shape[2], out_shape[3])
+    check_pool_padding(f"{kind}_pool2d", x, pool_size, dilation, padding, strides, out_hw)
     (kh, kw), (sh, sw), (dh, dw), (pt, pl) = pool_size, strides, dilation, padding[:2]
     it = x.shape[0].dtype
     rh, rw = _axis(kh, it, "rh"), _axis(kw, it, "rw")

@@ -1,8 +1,9 @@
-"""A test-only runner of lowered graph functions (until the VM compiles ``call_lowered``): the
-module's PrimFuncs (lowered kernels and shape functions) and its external C (``external_mods``)
-are built into one library, and the graph function's bindings are evaluated in order on numpy
-arrays: a ``call_lowered`` runs its shape function first when it has one, allocates the outputs
-and calls the callee with inputs then outputs, as the VM will."""
+"""A test-only reference runner of lowered graph functions (LowerTE's output, before the VM
+passes): the module's PrimFuncs (lowered kernels and shape functions) and its external C
+(``external_mods``) are built into one library, and the graph function's bindings are evaluated
+in order on numpy arrays: a ``call_lowered`` runs its shape function first when it has one,
+allocates the outputs and calls the callee with inputs then outputs -- what the VM does after
+CallTIRRewrite (tests/vm runs the same modules through kiln.relax.build)."""
 
 from __future__ import annotations
 

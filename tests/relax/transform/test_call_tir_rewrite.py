@@ -1,11 +1,15 @@
 """CallTIRRewrite: destination-passing calls become an output allocation and a call that returns
 nothing; several outputs are several allocations; tir_vars go through vm.builtin.call_tir_dyn;
-call_dps_packed becomes a call of the packed function."""
+call_dps_packed becomes a call of the packed function; call_lowered calls its PrimFunc, or the
+symbol of its Extern function; unknown output dims are an error."""
 
 # ruff: noqa: F821, F841 - names in R scripts are script variables, not Python names
 
 from __future__ import annotations
 
+import pytest
+
+from kiln.errors import PassError
 from kiln.ir.structural import assert_structural_equal
 from kiln.relax.analysis import verify_module
 from kiln.relax.transform import CallTIRRewrite
@@ -150,3 +154,85 @@ def test_a_module_without_destination_passing_calls_is_unchanged() -> None:
 
     out = CallTIRRewrite()(Plain)
     assert out["main"] is Plain["main"]
+
+
+def test_call_lowered_of_a_prim_func_and_of_an_extern_function() -> None:
+    @I.ir_module
+    class Before:
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            cls = Before
+            y = R.call_lowered(
+                cls.copy,
+                (x,),
+                out_sinfo=R.Tensor((n,), "float32"),
+                func_attrs={"Primitive": 1},
+                all_prim_fn_vars=[cls.copy],
+            )
+            z = R.call_lowered(
+                cls.ext, (y,), out_sinfo=R.Tensor((n,), "float32"), func_attrs={"Extern": 1}
+            )
+            return z
+
+        @R.function(private=True)
+        def ext(x: R.Tensor(("m",), "float32")) -> R.Tensor(("m",), "float32"):
+            R.func_attr({"Extern": 1})
+            y = R.add(x, x)
+            return y
+
+        @T.prim_func(private=True)
+        def copy(X: T.handle, Y: T.handle):
+            n = T.int64()
+            x = T.match_buffer(X, (n,), "float32")
+            y = T.match_buffer(Y, (n,), "float32")
+            for i in range(n):
+                y[i] = x[i]
+
+    @I.ir_module
+    class Expected:
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            cls = Expected
+            y = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0))
+            _ = cls.copy(x, y)
+            z = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0))
+            _1 = R.call_packed("ext", y, z, sinfo_args=R.Tuple())
+            return z
+
+        @R.function(private=True)
+        def ext(x: R.Tensor(("m",), "float32")) -> R.Tensor(("m",), "float32"):
+            R.func_attr({"Extern": 1})
+            y = R.add(x, x)
+            return y
+
+        @T.prim_func(private=True)
+        def copy(X: T.handle, Y: T.handle):
+            n = T.int64()
+            x = T.match_buffer(X, (n,), "float32")
+            y = T.match_buffer(Y, (n,), "float32")
+            for i in range(n):
+                y[i] = x[i]
+
+    out = rewrite(Before)
+    assert_structural_equal(out, Expected)
+    assert out["ext"] is Before["ext"]  # an Extern function's body is left alone
+
+
+def test_call_lowered_of_unknown_dims_without_a_shape_function_is_an_error() -> None:
+    @I.ir_module
+    class Bad:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            cls = Bad
+            y = R.call_lowered(cls.copy, (x,), out_sinfo=R.Tensor(ndim=1, dtype="float32"))
+            return y
+
+        @T.prim_func(private=True)
+        def copy(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+            for i in range(4):
+                Y[i] = X[i]
+
+    with pytest.raises(PassError, match="output 'y' of relax.call_lowered has unknown dims"):
+        CallTIRRewrite()(Bad)

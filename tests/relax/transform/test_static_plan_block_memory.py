@@ -1,7 +1,8 @@
 """StaticPlanBlockMemory: intermediates share storage by liveness (2 storages for a chain of
 same-size tensors, however long), escaping tensors keep their own allocation, aliases through
 packed calls and tuples keep a tensor alive, sizes are reused best-fit or grown, symbolic sizes
-are reused when equal, and If branches are planned on their own."""
+are reused when equal, and If branches are planned on their own; the outputs of lowered calls
+(FuseOps + LowerTE) are planned the same way."""
 
 # ruff: noqa: F821, F841 - names in R scripts are script variables, not Python names
 
@@ -19,7 +20,9 @@ from kiln.relax import Call, Function
 from kiln.relax.analysis import verify_module
 from kiln.relax.transform import (
     CallTIRRewrite,
+    FuseOps,
     LegalizeOps,
+    LowerTE,
     StaticPlanBlockMemory,
     ToNonDataflow,
 )
@@ -66,6 +69,33 @@ def test_a_chain_of_same_size_intermediates_uses_two_storages(layers: int) -> No
     assert len(sizes) == 2  # of 3 * layers - 1 intermediates (the last relu is the result)
     assert all(isinstance(s, IntImm) and s.value == 8 * 64 * 4 for s in sizes)
     assert len(calls(func, "relax.builtin.alloc_tensor")) == 1  # the result keeps its own
+
+
+@pytest.mark.parametrize("layers", [3, 20])
+def test_the_outputs_of_fused_kernels_share_two_storages(layers: int) -> None:
+    passes = [
+        FuseOps(),
+        LowerTE("test"),
+        ToNonDataflow(),
+        CallTIRRewrite(),
+        StaticPlanBlockMemory(),
+    ]
+    out = Sequential(passes)(deep_mlp(layers, width=64, batch=8))
+    verify_module(out)
+    func = out["main"]
+    kernels = [
+        c for c in pre_order_calls(func) if getattr(c.op, "name_hint", "").startswith("test")
+    ]
+    assert len(kernels) == layers  # one fused matmul + add + relu kernel per layer
+    sizes = storages(func)
+    assert len(sizes) == 2 and all(s.value == 8 * 64 * 4 for s in sizes)
+    assert len(calls(func, "relax.builtin.alloc_tensor")) == 1
+
+
+def pre_order_calls(func: Function) -> list[Call]:
+    from kiln.ir.visitor import pre_order_nodes
+
+    return [n for n in pre_order_nodes(func.body) if isinstance(n, Call)]
 
 
 @I.ir_module

@@ -117,3 +117,26 @@ def test_declared_strides_are_bound_not_required_compact() -> None:
 def test_running_twice_changes_nothing() -> None:
     once = MakePackedAPI()(IRModule({GlobalVar("add_one"): symbolic_add()}))
     assert MakePackedAPI()(once)["add_one"] is once["add_one"]
+
+
+def test_plan_lists_written_arguments_and_noalias_pairs() -> None:
+    """Outputs come from the body (stores); a noalias function checks each pair with an output,
+    not the pair of two inputs."""
+    n = 4
+    handles = [tir.Var(name, "handle") for name in "ABC"]
+    A, B, C = (tir.decl_buffer((n,), "float32", h.name) for h in handles)
+    i = tir.Var("i")
+    body = tir.For(i, 0, n, tir.ForKind.SERIAL, tir.BufferStore(C, A[i] + B[i], (i,)))
+    x = tir.Var("x", "int32")
+    f = tir.PrimFunc(
+        (*handles, x), body, buffer_map=dict(zip(handles, (A, B, C))), attrs={"global_symbol": "f"}
+    )
+    plain = _run(IRModule({GlobalVar("f"): f}))["f"].get_attr(ATTR)
+    assert plain.writes == (2,) and plain.overlaps == ()
+    noalias = _run(IRModule({GlobalVar("f"): f.with_attr("tir.noalias", True)}))["f"]
+    assert noalias.get_attr(ATTR).overlaps == ((0, 2), (1, 2))
+
+
+def test_writes_follow_calls_into_module_functions() -> None:
+    api = _run(caller_module())["main"].get_attr(ATTR)
+    assert api.writes == (0,)  # main only passes A on; subroutine stores into it
