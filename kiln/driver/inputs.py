@@ -59,6 +59,7 @@ def _is_torch(obj: Any, name: str) -> bool:
 def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule:
     """The relax module of any model `kiln.compile` accepts (see the module docstring)."""
     if isinstance(obj, IRModule):
+        _no_extra(options, "an IRModule")
         return obj
     if isinstance(obj, (str, os.PathLike, bytes, bytearray)) or _is_onnx(obj):
         from kiln.relax.frontend.onnx import from_onnx
