@@ -90,6 +90,8 @@ def _reshape_target(x: Tensor, newshape: Any) -> tuple[int, ...]:
 
 def _unflatten(flat: PrimExpr, shape: tuple[int, ...]) -> tuple[PrimExpr, ...]:
     """The row-major index of element ``flat`` in ``shape``."""
+    if prod(shape) == 0:  # an empty tensor: no element is ever read
+        return tuple(convert(0, flat.dtype) for _ in shape)
     out: list[PrimExpr] = []
     stride = prod(shape)
     for d in shape:

@@ -121,6 +121,14 @@ def test_reshape_reads_an_int64_producer_with_int64_indices() -> None:
     np.testing.assert_array_equal(got[1], [[7]])
 
 
+def test_reshape_of_an_empty_tensor() -> None:
+    x = te.placeholder((0, 3, 4), name="x")
+    got = run(
+        [topi.reshape(x, (3, 4, 0)), topi.reshape(x, (0, 12))], [x], np.zeros((0, 3, 4), "float32")
+    )
+    assert [g.shape for g in got] == [(3, 4, 0), (0, 12)]
+
+
 def test_patterns_are_injective() -> None:
     x = te.placeholder((4, 6), name="x")
     for t in (topi.transpose(x), topi.reshape(x, (24,)), topi.pad(x, 1)):

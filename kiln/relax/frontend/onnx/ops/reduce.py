@@ -45,6 +45,8 @@ def _reduce(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     op = node.op_type
     if axes is None:
         return x
+    if op in EMPTY_IDENTITY and any(dim_values(x)[a] == 0 for a in axes):
+        return _empty_extreme(ctx, x, axes, keep, op)
     if op in SIMPLE:
         if dtype(x) == "bool" and op in ("ReduceMax", "ReduceMin"):
             small = ctx.emit(SIMPLE[op](R.astype(x, "int8"), axes, keep))
@@ -63,6 +65,27 @@ def _reduce(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     s = ctx.emit(R.sum(R.exp(R.subtract(x, m)), axes, keep))
     m2 = m if keep else ctx.emit(R.squeeze(m, axes))
     return ctx.emit(R.add(R.log(s), m2))
+
+
+EMPTY_IDENTITY = {"ReduceMax": -1, "ReduceMin": 1, "ReduceLogSumExp": -1}
+"""Reductions without elements to reduce over: the identity (sign: -inf / +inf, or the dtype's
+lowest / highest value)."""
+
+
+def _empty_extreme(ctx: Ctx, x: Expr, axes: list[int], keep: bool, op: str) -> Expr:
+    """``op`` over an axis of extent 0: ONNX defines it as the reduction's identity (the
+    operators refuse to reduce no elements, as numpy does)."""
+    dt = dtype(x)
+    sign = EMPTY_IDENTITY[op]
+    if dt == "bool":
+        value: Any = sign > 0
+    elif dt.startswith("float"):
+        value = sign * np.inf
+    else:
+        info = np.iinfo(dt)
+        value = info.max if sign > 0 else info.min
+    dims = [1 if a in axes else d for a, d in enumerate(dim_values(x)) if keep or a not in axes]
+    return ctx.emit(R.full(ShapeExpr([as_dim(d) for d in dims]), const(np.array(value, dt))))
 
 
 def _float_op(x: Expr, fn: Any) -> Expr:
