@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
 from kiln.errors import KilnError
 
@@ -136,7 +136,7 @@ def _param_for(name: str, inputs: dict[str, Any]) -> str:
 
 
 def _timed(runtime: str, target: str, feed: str, threads: int, runs: int) -> tuple[float, float]:
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    env = config.child_env(KILN_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     cmd = [sys.executable, "-m", "kiln.cli.bench_worker", runtime, target, feed, str(threads),
            str(runs)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)

@@ -241,7 +241,8 @@ def _depth_space(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     n, c, h, w = d
     if node.op_type == "SpaceToDepth":
         t = R.reshape(x, [n, c, h // b, b, w // b, b])
-        t = R.permute_dims(ctx.emit(t), [0, 3, 5, 1, 2, 4])
+        crd = node.attrs.get("mode", "DCR") == "CRD"  # opset 28
+        t = R.permute_dims(ctx.emit(t), [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
         return ctx.emit(R.reshape(ctx.emit(t), [n, c * b * b, h // b, w // b]))
     if node.attrs.get("mode", "DCR") == "DCR":
         t = R.reshape(x, [n, b, b, c // (b * b), h, w])
