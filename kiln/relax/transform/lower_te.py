@@ -26,7 +26,10 @@ func_attrs=<the original function's attributes>, all_prim_fn_vars=[<its PrimFunc
 the result has unknown dims (``R.Tensor(ndim=2)``), a host shape function ``shape_func_<ops>``
 (compiled for the host target whatever ``target`` is) is added and cross-linked through
 ``prim_shape_fn_var``, ``prim_shape_fn_states``, ``prim_shape_fn_num_inputs``,
-``prim_shape_fn_num_outputs`` and ``all_prim_shape_fn_vars``.
+``prim_shape_fn_num_outputs`` and ``all_prim_shape_fn_vars``. A primitive whose shapes use a
+symbolic variable no parameter has as a plain dim (``n`` when a parameter is
+``R.Tensor((n * 2, 32))``) gets it as a scalar PrimFunc parameter, and the call passes it as
+``tir_vars=R.shape([n])`` (the primitive was outlined from its caller, so ``n`` is the caller's).
 
 Each lowered PrimFunc carries the ``target`` attribute and the span of the function it came from.
 Module-level primitive functions whose calls were all lowered are removed. Errors (no codegen, a
