@@ -18,12 +18,13 @@ module after every graph-level pass too, 2 prints it, 3 prints the generated C.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
 from kiln import config
-from kiln.codegen.build import Generated, compile_flags, compile_source
-from kiln.codegen.c_host import CodeGenCHost
+from kiln.codegen.build import compile_flags, report_missed_vectorization
+from kiln.codegen.units import generate_units
 from kiln.driver.build import build_target, lower
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.errors import KilnError
@@ -33,9 +34,15 @@ from kiln.ir.transform import Pass, Sequential
 from kiln.relax.backend.codegen import EXTERNAL_MODS, ExternalSource, linked_source
 from kiln.relax.expr import Function
 from kiln.relax.function_pass import debug_pass_context
-from kiln.runtime import Module
+from kiln.runtime import Module, load_module, metadata_c_source
+from kiln.runtime.parallel_build import compile_units
 from kiln.tir.function import PrimFunc
 from kiln.vm import ExecBuilder, Executable, check_exec_mode, vm_codegen
+
+
+UNITS_PER_CPU = 2
+"""Translation units per CPU of a model's library: more balance the compiler processes better,
+fewer repeat less of the shared preamble (helpers, headers)."""
 
 
 def lower_to_vm(
@@ -62,27 +69,38 @@ def lower_to_vm(
 
 def build_library(
     tir_mod: IRModule, target: Target, flags: Sequence[str] | None = None
-) -> tuple[Module | None, str | None, tuple[str, ...]]:
-    """(library, its C source, the flags it was compiled with) of the kernels and ``__vmtir__``
-    functions of ``tir_mod`` and its external C; no library when there is nothing to compile."""
+) -> tuple[Module | None, tuple[str, ...], tuple[str, ...]]:
+    """(library, its C translation units, the flags they were compiled with) of the kernels
+    and ``__vmtir__`` functions of ``tir_mod`` and its external C; no library and no units when
+    there is nothing to compile.
+
+    The functions are lowered, split into units (`generate_units`: a few per CPU, so the C
+    compiler runs in parallel) plus one unit with the library's list of exposed functions and
+    the external C, compiled into cached objects and linked (`compile_units`)."""
     externals: tuple[ExternalSource, ...] = tuple(tir_mod.get_attr(EXTERNAL_MODS, ()))
     prims = {gv: f for gv, f in tir_mod.items() if isinstance(f, PrimFunc)}
     base_flags = compile_flags(target, flags)
     if not prims and not externals:
-        return None, None, base_flags
-    gen = CodeGenCHost()
-    gen.add_module(lower(IRModule(prims), target))
+        return None, (), base_flags
+    jobs = os.cpu_count() or 1
+    units = generate_units(lower(IRModule(prims), target), UNITS_PER_CPU * jobs)
     # NOTE: the external symbols are listed with the kernels, so the VM finds them by name.
-    gen.exposed.extend(ext.symbol for ext in externals)
-    main = gen.finish()
-    source, extra = linked_source(main, externals)
+    exposed = (*units.exposed, *(ext.symbol for ext in externals))
+    meta, extra = linked_source(metadata_c_source(exposed, units.signatures), externals)
     all_flags = (*base_flags, *(f for f in extra if f not in base_flags))
+    sources = (*units.sources, meta)
     if config.load().debug >= 3:
         print(f"# ---- generated source for target {target} ----", file=sys.stderr)
-        print(source, file=sys.stderr)
-    generated = Generated(source, tuple(gen.vector_loops))
-    library = compile_source(generated, target, flags=all_flags, name_hint="kiln_vm")
-    return library, source, all_flags
+        print(joined_source(sources), file=sys.stderr)
+    path, objects = compile_units(sources, flags=all_flags, name_hint="kiln_vm", jobs=jobs)
+    for obj, loops in zip(objects, units.loops):
+        report_missed_vectorization(obj, loops)
+    return load_module(path, source=joined_source(sources)), sources, all_flags
+
+
+def joined_source(units: Sequence[str]) -> str:
+    """The translation units of a library as one text to read (not to compile)."""
+    return "\n".join(f"/* ---- translation unit {k} ---- */\n{u}" for k, u in enumerate(units))
 
 
 def build(
@@ -108,8 +126,10 @@ def build(
     lowered = lower_to_vm(mod, tgt, pipeline=pipeline, external_codegens=external_codegens)
     builder = ExecBuilder()
     tir_mod = vm_codegen(lowered, exec_mode, builder)
-    library, source, all_flags = build_library(tir_mod, tgt, flags)
+    library, units, all_flags = build_library(tir_mod, tgt, flags)
     base = builder.executable(library)
+    source = joined_source(units) if units else None
     return Executable(
-        base.functions, base.instructions, base.constants, library, source=source, flags=all_flags
-    )
+        base.functions, base.instructions, base.constants, library, source=source,
+        flags=all_flags, units=units or None,
+    )  # fmt: skip
