@@ -12,8 +12,10 @@ same weights on the same inputs.
 Steps, each in processes of its own:
 
 - **compile**: per model, ``kiln.compile(model.onnx)`` in a fresh process with an empty
-  ``KILN_CACHE_DIR`` (the cold compile time), then again in a second fresh process with the same
-  cache (the cached compile time); the second exports the library the kiln worker loads.
+  ``KILN_CACHE_DIR`` (the cold compile time: import, passes, C compiler, writing the model
+  cache), then again in a second fresh process with the same cache (the cached compile time: a
+  load from kiln's model cache); the second exports the library the kiln worker loads. Both
+  exclude importing kiln itself (see `compile_worker`).
 - **time**: one worker process per (library, thread count), started with every thread-count
   variable set (`bench_ops.thread_env`; ``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE`` unset in the
   onnxruntime and torch workers only), times every model with `kiln.cli.bench_worker.time_calls`
@@ -74,9 +76,8 @@ def _outputs(value: Any) -> list[np.ndarray]:
 
 
 def _torch_call(work: Path, name: str, feed: dict[str, np.ndarray], threads: int) -> Any:
-    import torch
-
     import model_zoo
+    import torch
 
     torch.set_num_threads(threads)
     module = model_zoo.build(name)
@@ -108,8 +109,12 @@ def time_worker(lib: str, threads: int, models: list[str], work: Path, repeat: i
 
 
 def compile_worker(name: str, work: Path) -> None:
-    """``kiln.compile`` of one model, timed; then exports its library."""
+    """``kiln.compile`` of one model, timed; then exports its library. NOTE: the compiler is
+    imported first and not timed: importing kiln's runtime imports tvm-ffi, which imports torch
+    when installed (about 2 CPU seconds), whatever the model."""
     import kiln
+    import kiln.driver  # noqa: F401
+    import kiln.relax.frontend.onnx  # noqa: F401
 
     t0 = time.perf_counter()
     model = kiln.compile(str(work / f"{name}.onnx"))
@@ -147,9 +152,8 @@ def _self(*args: str) -> list[str]:
 
 def prepare(models: list[str], work: Path) -> None:
     """Build each model with torch; write its ONNX file, state dict and inputs."""
-    import torch
-
     import model_zoo
+    import torch
 
     for name in models:
         module = model_zoo.build(name)

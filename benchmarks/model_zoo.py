@@ -25,7 +25,11 @@ class MLP(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.fc1, self.fc2, self.fc3 = nn.Linear(784, 1024), nn.Linear(1024, 1024), nn.Linear(1024, 10)
+        self.fc1, self.fc2, self.fc3 = (
+            nn.Linear(784, 1024),
+            nn.Linear(1024, 1024),
+            nn.Linear(1024, 10),
+        )
 
     def forward(self, x: Any) -> Any:
         return F.softmax(self.fc3(F.gelu(self.fc2(F.relu(self.fc1(x))))), dim=-1)

@@ -2,9 +2,10 @@
 
 The key (`model_key`) is a sha256 over the model's bytes (an ONNX file's content, ONNX bytes, or
 a serialized ``onnx.ModelProto``), the frontend options, target, exec mode, entry and external
-codegens, the C compiler's identity and flags (`kiln.runtime.toolchain.cache_key`: compiler
-version, and the CPU for ``-march=native``), and `source_fingerprint`: a hash of every source file
-of the installed kiln, so a changed kiln never loads a library an older one compiled. Other model
+codegens, the C compiler's identity and flags (`model_flags`, and through
+`kiln.runtime.toolchain.cache_key` the compiler's version and, for ``-march=native``, the CPU),
+and `source_fingerprint`: a hash of every source file of the installed kiln, so a changed kiln
+never loads a library an older one compiled. Other model
 kinds (IRModules, torch) get no key: they compile as before, their kernels still cached by the C
 toolchain.
 
@@ -27,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from kiln import config
-from kiln.codegen.build import compile_flags
 from kiln.driver.inputs import InputSpec
+from kiln.driver.relax_build import model_flags
 from kiln.ir.target import Target
 from kiln.runtime.toolchain import cache_key, find_compiler, is_valid_entry, publish_entry
 
@@ -84,7 +85,7 @@ def model_key(
         entry,
         repr(tuple(external_codegens)),
     ]
-    return cache_key("\n".join(parts), compile_flags(target), tuple(find_compiler()))
+    return cache_key("\n".join(parts), model_flags(target), tuple(find_compiler()))
 
 
 def entry_path(key: str) -> Path:

@@ -1,6 +1,6 @@
 """One shared library from several C translation units, compiled in parallel and cached per unit.
 
-    lib, objects = compile_units([unit_a, unit_b, ...], flags=flags, name_hint="kiln_vm")
+    lib, objects, units = compile_units([unit_a, unit_b, ...], flags=flags, name_hint="kiln_vm")
 
 Each unit is compiled to an object file (``-c``) by a pool of threads, one compiler process
 each (``jobs``, default the CPU count), then the objects are linked into one library with the
@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kiln.runtime.toolchain import (
-    resolve_flags,
     cache_key,
     cached_build,
     find_compiler,
     report_flags,
+    resolve_flags,
     run_and_publish,
     tvm_ffi_compile_flags,
     tvm_ffi_link_flags,
@@ -43,8 +43,8 @@ _INPUT_SUFFIXES = (".s", ".S", ".o", ".a", ".so", ".c")
 def is_link_only(flag: str) -> bool:
     """Whether ``flag`` matters only when linking: a library, a library directory, a linker
     option, an input file, or ``-shared``."""
-    return flag == "-shared" or flag.startswith(_LINK_ONLY_PREFIXES) or flag.endswith(
-        _INPUT_SUFFIXES
+    return (
+        flag == "-shared" or flag.startswith(_LINK_ONLY_PREFIXES) or flag.endswith(_INPUT_SUFFIXES)
     )
 
 
@@ -88,16 +88,16 @@ def link_objects(
 
 
 def compile_units(
-    units: Sequence[str],
+    units: Iterable[str],
     *,
     flags: Sequence[str] | None = None,
     name_hint: str = "kiln",
     jobs: int | None = None,
-) -> tuple[Path, list[Path]]:
-    """(the library, its objects) built from ``units`` (see the module docstring)."""
-    if not units:
-        raise ValueError("compile_units needs at least one translation unit")
-    workers = max(1, min(len(units), jobs or os.cpu_count() or 1))
+) -> tuple[Path, list[Path], tuple[str, ...]]:
+    """(the library, its objects, the units) built from ``units`` (see the module docstring).
+    Each unit starts compiling as soon as the iterable yields it, so a generator may produce
+    the next unit while the compiler works on the ones before."""
+    workers = max(1, jobs or os.cpu_count() or 1)
 
     def one(unit: str) -> Path:
         # NOTE: one name for every object, so equal units share one entry whoever builds them.
@@ -105,5 +105,12 @@ def compile_units(
 
     # NOTE: threads suffice: each waits on its compiler process, and the GIL is free meanwhile.
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        objects = list(pool.map(one, units))
-    return link_objects(objects, flags=flags, name_hint=name_hint), objects
+        texts: list[str] = []
+        futures = []
+        for unit in units:
+            texts.append(unit)
+            futures.append(pool.submit(one, unit))
+        objects = [f.result() for f in futures]
+    if not objects:
+        raise ValueError("compile_units needs at least one translation unit")
+    return link_objects(objects, flags=flags, name_hint=name_hint), objects, tuple(texts)

@@ -320,12 +320,8 @@ def _locked(lock_path: Path, cache_dir: Path | None = None) -> Iterator[None]:
 
 def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -> None:
     """Compile `src` into a temp file beside `lib`, then publish it and its digest."""
-    run_and_publish(
-        lambda out: [*cc, *flags, *tvm_ffi_compile_flags(), str(src), "-o", str(out),
-                     *tvm_ffi_link_flags()],  # fmt: skip
-        src,
-        lib,
-    )
+    inputs = [*cc, *flags, *tvm_ffi_compile_flags(), str(src)]
+    run_and_publish(lambda out: [*inputs, "-o", str(out), *tvm_ffi_link_flags()], src, lib)
 
 
 def run_and_publish(command: Callable[[Path], list[str]], src: Path, out: Path) -> None:

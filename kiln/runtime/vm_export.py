@@ -173,7 +173,7 @@ def export_library(
     _publish(asm_path, asm_source(blob_path).encode())
     base = DEFAULT_FLAGS if flags is None else tuple(flags)
     if units:
-        lib, _ = compile_units(
+        lib, _, _ = compile_units(
             (*units, blob_c_source()), flags=(*base, str(asm_path)), name_hint="kiln_vm_model"
         )
     else:
