@@ -267,16 +267,16 @@ def is_valid_entry(path: Path) -> bool:
 
 
 def publish_entry(built: Path, dest: Path) -> None:
-    """Publish the library ``built`` as the cache entry ``dest`` (a copy, then its digest),
-    under the entry's lock; readers see the old entry or the whole new one."""
-    data = built.read_bytes()
+    """Move the library ``built`` (a file in ``dest``'s directory) into place as the cache
+    entry ``dest``, then write its digest, under the entry's lock; readers see the old entry
+    or the whole new one."""
     cache_dir = dest.parent
     _check_entry_paths([dest, dest.with_name(dest.name + ".sha256")], cache_dir)
     with _locked(dest.with_suffix(".lock"), cache_dir):
         try:
-            _atomic_write(dest, data)
-            os.chmod(dest, 0o755)
-            digest = hashlib.sha256(data).hexdigest()
+            digest = _sha256_file(built)
+            os.chmod(built, 0o755)
+            os.replace(built, dest)
             _atomic_write(dest.with_name(dest.name + ".sha256"), (digest + "\n").encode())
         except OSError as e:
             raise _cache_fault(dest, f"cannot be written ({e.strerror})", cache_dir) from e
