@@ -10,7 +10,9 @@
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
-`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). A process that
+`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). An ONNX model
+compiled before (same bytes, options, target, compiler and kiln) loads from kiln's model cache
+instead (`kiln.driver.model_cache`; the model's ``path`` is then the cached library). A process that
 must not load the compiler at all runs an exported library with the runtime alone:
 ``VirtualMachine(kiln.runtime.load_module(path))``.
 """

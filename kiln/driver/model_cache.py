@@ -71,7 +71,9 @@ def model_key(
     options: dict[str, Any],
 ) -> str | None:
     """The cache key of compiling ``obj`` so (see the module docstring); None when ``obj`` is
-    not a kind the cache keys."""
+    not a kind the cache keys, or when ``KILN_DEBUG`` is set."""
+    if config.load().debug > 0:  # NOTE: debugging asks to see the passes run: no cache
+        return None
     data = _model_bytes(obj)
     if data is None:
         return None

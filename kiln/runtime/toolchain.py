@@ -23,6 +23,10 @@ version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
   optimization notes included (`compiler_output`);
 - `<stem>.lock`: an advisory `flock` lock serializing builders of the same key.
 
+`cached_build` is that protocol for any build step (`kiln.runtime.parallel_build` caches object
+files and linked libraries with it); `publish_entry` moves a library built elsewhere into an
+entry (kiln.compile's model cache).
+
 Invariants:
 - A library path returned by `compile_c` was verified against its sidecar digest.
 - Files are only ever published with `os.replace` from a temp file in the same directory, so a

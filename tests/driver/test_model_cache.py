@@ -156,6 +156,16 @@ def test_a_fresh_process_loads_from_the_cache(cache: Path, tmp_path: Path) -> No
     assert str(cache / "models") in out.stdout
 
 
+def test_debugging_compiles_every_time(
+    cache: Path, builds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, w, b = mlp(7)
+    kiln.compile(data)
+    monkeypatch.setenv("KILN_DEBUG", "1")
+    check(kiln.compile(data), w, b)
+    assert len(builds) == 2
+
+
 def test_models_it_cannot_key_compile_as_before(cache: Path, builds: list[int]) -> None:
     from kiln.relax.frontend.onnx import from_onnx
 
