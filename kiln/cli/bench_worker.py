@@ -38,19 +38,31 @@ def _ort(path: str, feed: dict[str, np.ndarray], threads: int) -> Callable[[], A
     return lambda: sess.run(None, named)
 
 
+RUNTIMES: dict[str, Callable[[str, dict[str, np.ndarray], int], Callable[[], Any]]] = {
+    "kiln": _kiln,
+    "onnxruntime": _ort,
+}
+"""runtime name -> (model path, inputs by name, threads) -> a call running the model once."""
+
+
+def time_calls(call: Callable[[], Any], runs: int, warmup: int = 3) -> list[float]:
+    """Seconds each of ``runs`` calls of ``call`` took, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def main(argv: list[str]) -> None:
     runtime, path, feed_path, threads, runs = argv
     with np.load(feed_path) as data:
         feed = {k: data[k] for k in data.files}
-    call = (_kiln if runtime == "kiln" else _ort)(path, feed, int(threads))
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(int(runs)):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    print(json.dumps(times))
+    call = RUNTIMES[runtime](path, feed, int(threads))
+    print(json.dumps(time_calls(call, int(runs))))
 
 
 if __name__ == "__main__":
