@@ -64,6 +64,11 @@ def apply_openmp_defaults() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
+def child_env(**overrides: str) -> dict[str, str]:
+    """The environment for a child process: this one's, with ``overrides`` set."""
+    return {**os.environ, **overrides}
+
+
 def debug_level() -> int:
     """The current `KILN_DEBUG` level."""
     return load().debug

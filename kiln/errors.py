@@ -13,6 +13,8 @@
 - `CodegenError`: the lowered IR cannot be written as code for its target.
 - `ToolchainError`: the C compiler / NVRTC failed or is missing.
 - `FunctionNotFoundError`: a built module has no exposed function of that name.
+- `FrontendError`: a model (ONNX, torch) the frontends cannot import or run as given: names the
+  file, node or input and what was expected.
 """
 
 from __future__ import annotations
@@ -114,3 +116,17 @@ class ToolchainError(KilnError):
         if src_path:
             msg += f"\n(source kept at {src_path})"
         super().__init__(msg)
+
+
+class FrontendError(KilnError, ValueError):
+    """A model a frontend cannot import, or inputs that do not fit it; the message names the
+    model's node or input and what was expected."""
+
+
+class InputNeededAtCompileTimeError(FrontendError):
+    """A model input decides a shape (a Reshape target, Slice bounds...): the model compiles only
+    once its value is known (``inputs`` names them); `from_onnx(bind_inputs=...)` gives them."""
+
+    def __init__(self, message: str, inputs: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.inputs = inputs

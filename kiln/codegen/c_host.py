@@ -113,9 +113,11 @@ class CodeGenCHost(CodeGenC):
             if st.func.global_symbol is not None:
                 self.define_entry(st)
 
-    def finish(self) -> str:
-        metadata = metadata_c_source(self.exposed, self.signatures)
-        return "\n".join([super().finish(), *self.entries, metadata])
+    def finish(self, metadata: bool = True) -> str:
+        """The translation unit; without ``metadata``, the library's list of exposed functions
+        is left out (one unit of several: another unit carries the list of them all)."""
+        tail = [metadata_c_source(self.exposed, self.signatures)] if metadata else []
+        return "\n".join([super().finish(), *self.entries, *tail])
 
     # -- entries ----------------------------------------------------------------------------
     def define_entry(self, st: FuncState) -> None:

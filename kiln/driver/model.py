@@ -1,13 +1,18 @@
 """`kiln.compile` / `kiln.load`: a model object you call with arrays.
 
-    model = kiln.compile(mod)                 # an IRModule of R.functions (ONNX/torch: later)
+    model = kiln.compile(mod)                 # an IRModule of R.functions, "model.onnx", an
+                                              # onnx.ModelProto, an ExportedProgram, or a
+    model = kiln.compile(net, example_args=(x,))   # torch.nn.Module (kiln.driver.inputs)
     model = kiln.compile(mod, external_codegens=["dnnl"])   # convolutions, matmuls: oneDNN
     y = model(x, w)                           # calls its entry function ("main")
+    y = model(x=x, w=w)                       # inputs by name (checked against the model)
     print(model.profile(x, w))                # per-kernel time table
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
-`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). A process that
+`compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). An ONNX model
+compiled before (same bytes, options, target, compiler and kiln) loads from kiln's model cache
+instead (`kiln.driver.model_cache`; the model's ``path`` is then the cached library). A process that
 must not load the compiler at all runs an exported library with the runtime alone:
 ``VirtualMachine(kiln.runtime.load_module(path))``.
 """
@@ -15,13 +20,17 @@ must not load the compiler at all runs an exported library with the runtime alon
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kiln.driver import model_cache
+from kiln.driver.build import build_target
+from kiln.driver.inputs import InputSpec, arrange_inputs, as_ir_module, input_specs
+from kiln.driver.model_cache import model_key
 from kiln.driver.relax_build import build
 from kiln.errors import KilnError
-from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.tensor import Device
@@ -33,8 +42,15 @@ from kiln.runtime.vm_format import Executable
 class CompiledModel:
     """A VM executable and the machine running it; calling it calls the entry function."""
 
-    def __init__(self, executable: Executable, device: Device | None = None, entry: str = "main"):
+    def __init__(
+        self,
+        executable: Executable,
+        device: Device | None = None,
+        entry: str = "main",
+        inputs: list[InputSpec] | None = None,
+    ):
         self.executable = executable
+        self.inputs = inputs
         self.vm = VirtualMachine(executable, device)
         if entry not in self.vm:
             raise KilnError(
@@ -43,9 +59,11 @@ class CompiledModel:
             )
         self.entry = entry
         self._call = self.vm[entry]
+        self.path: Path | None = None
+        """The library the model was loaded from (`kiln.load`, or kiln.compile's cache)."""
 
-    def __call__(self, *args: Any) -> Any:
-        return self._call(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*arrange_inputs(self._call.params, args, kwargs, self.inputs))
 
     def __getitem__(self, name: str) -> Any:
         """Another function of the model, by name."""
@@ -55,12 +73,18 @@ class CompiledModel:
     def exec_mode(self) -> str:
         return self.executable.exec_mode
 
-    def profile(self, *args: Any) -> ProfileReport:
+    def profile(self, *args: Any, **kwargs: Any) -> ProfileReport:
         """Call the entry function once; where the time went, per kernel (print it)."""
-        return self.vm.profile(self.entry, *args)
+        values = arrange_inputs(self._call.params, args, kwargs, self.inputs)
+        return self.vm.profile(self.entry, *values)
 
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Write the model as one shared library (load it back with `kiln.load`)."""
+        if self.path is not None:  # loaded from such a library: copy it
+            dest = Path(path)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.path, dest)
+            return dest
         return self.executable.export_library(path)
 
     def __repr__(self) -> str:
@@ -74,17 +98,41 @@ def compile(  # noqa: A001 - the public name kiln.compile
     *,
     entry: str = "main",
     device: Device | None = None,
+    example_args: Any = None,
     external_codegens: Sequence[str] = (),
+    **options: Any,
 ) -> CompiledModel:
-    """Compile a model for ``target`` and load it (see the module docstring); the subgraphs
-    that the external codegens named in ``external_codegens`` support go to them."""
-    if not isinstance(obj, IRModule):
-        raise KilnError(
-            f"kiln.compile takes an IRModule of R.functions for now, got {type(obj).__name__} "
-            "(ONNX and torch inputs come with the frontends)"
-        )
-    ex = build(obj, target, exec_mode, external_codegens=external_codegens)
-    return CompiledModel(ex, device, entry)
+    """Compile a model for ``target`` and load it (see the module docstring). ``options`` go to
+    the frontend: ``shape_dict``/``dtype_dict``/``opset`` for ONNX, ``dynamic_shapes`` for
+    torch; the subgraphs that the external codegens named in ``external_codegens`` support go
+    to them."""
+    tgt = build_target(target)
+    key = model_key(obj, tgt, exec_mode, entry, external_codegens, options)
+    if key is not None:
+        hit = _cached(key, device, entry)
+        if hit is not None:
+            return hit
+    mod = as_ir_module(obj, example_args, **options)
+    ex = build(mod, tgt, exec_mode, external_codegens=external_codegens)
+    model = CompiledModel(ex, device, entry, input_specs(mod, entry))
+    if key is not None:
+        model_cache.store(key, model.export, model.inputs)
+    return model
+
+
+def _cached(key: str, device: Device | None, entry: str) -> CompiledModel | None:
+    """The model of cache entry ``key``; None on a miss or an entry that does not load."""
+    found = model_cache.lookup(key)
+    if found is None:
+        return None
+    path, inputs = found
+    try:
+        exe = load_executable(load_module(path))
+    except KilnError:
+        return None  # NOTE: a corrupt entry is compiled again and replaced
+    model = CompiledModel(exe, device, entry, inputs)
+    model.path = path
+    return model
 
 
 def load(
@@ -93,4 +141,6 @@ def load(
     """A model exported with `CompiledModel.export` (or `Executable.export_library`)."""
     if not Path(path).is_file():
         raise KilnError(f"kiln.load: no file {str(path)!r}")
-    return CompiledModel(load_executable(load_module(path)), device, entry)
+    model = CompiledModel(load_executable(load_module(path)), device, entry)
+    model.path = Path(path)
+    return model

@@ -23,6 +23,10 @@ version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
   optimization notes included (`compiler_output`);
 - `<stem>.lock`: an advisory `flock` lock serializing builders of the same key.
 
+`cached_build` is that protocol for any build step (`kiln.runtime.parallel_build` caches object
+files and linked libraries with it); `publish_entry` moves a library built elsewhere into an
+entry (kiln.compile's model cache).
+
 Invariants:
 - A library path returned by `compile_c` was verified against its sidecar digest.
 - Files are only ever published with `os.replace` from a temp file in the same directory, so a
@@ -49,7 +53,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -203,7 +207,7 @@ def compiler_output(lib: Path) -> str:
         return ""
 
 
-def _resolve_flags(flags: tuple[str, ...] | None) -> tuple[str, ...]:
+def resolve_flags(flags: tuple[str, ...] | None) -> tuple[str, ...]:
     if flags is None:
         return DEFAULT_FLAGS
     return tuple(flags) + tuple(f for f in _REQUIRED_FLAGS if f not in flags)
@@ -261,6 +265,27 @@ def _check_entry_paths(paths: list[Path], cache_dir: Path) -> None:
             )
 
 
+def is_valid_entry(path: Path) -> bool:
+    """Whether the cache file ``path`` is a library matching its ``.sha256`` sidecar."""
+    return _is_valid_entry(path, path.with_name(path.name + ".sha256"))
+
+
+def publish_entry(built: Path, dest: Path) -> None:
+    """Move the library ``built`` (a file in ``dest``'s directory) into place as the cache
+    entry ``dest``, then write its digest, under the entry's lock; readers see the old entry
+    or the whole new one."""
+    cache_dir = dest.parent
+    _check_entry_paths([dest, dest.with_name(dest.name + ".sha256")], cache_dir)
+    with _locked(dest.with_suffix(".lock"), cache_dir):
+        try:
+            digest = _sha256_file(built)
+            os.chmod(built, 0o755)
+            os.replace(built, dest)
+            _atomic_write(dest.with_name(dest.name + ".sha256"), (digest + "\n").encode())
+        except OSError as e:
+            raise _cache_fault(dest, f"cannot be written ({e.strerror})", cache_dir) from e
+
+
 def discard_entry(lib: Path) -> None:
     """Drop the cache entry of library ``lib`` (its library and digest) so that the next
     `compile_c` of its source builds it again."""
@@ -299,10 +324,17 @@ def _locked(lock_path: Path, cache_dir: Path | None = None) -> Iterator[None]:
 
 def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -> None:
     """Compile `src` into a temp file beside `lib`, then publish it and its digest."""
-    fd, tmp_name = tempfile.mkstemp(dir=lib.parent, prefix=f".{lib.name}.", suffix=".tmp")
+    inputs = [*cc, *flags, *tvm_ffi_compile_flags(), str(src)]
+    run_and_publish(lambda out: [*inputs, "-o", str(out), *tvm_ffi_link_flags()], src, lib)
+
+
+def run_and_publish(command: Callable[[Path], list[str]], src: Path, out: Path) -> None:
+    """Run the compiler command ``command(tmp)`` writing a temp file beside ``out``, then
+    publish that file as ``out`` with its compiler log and digest (see module docstring)."""
+    fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(tmp_name)
-    cmd = [*cc, *flags, *tvm_ffi_compile_flags(), str(src), "-o", str(tmp), *tvm_ffi_link_flags()]
+    cmd = command(tmp)
     try:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -312,11 +344,11 @@ def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -
             raise ToolchainError(cmd, proc.stderr or proc.stdout, str(src))
         _check_output(cmd, tmp, src, proc.stderr or proc.stdout)
         # NOTE: the log is published before the library, so a valid entry always has its log.
-        _atomic_write(lib.with_suffix(".log"), proc.stderr.encode())
+        _atomic_write(out.with_suffix(".log"), proc.stderr.encode())
         digest = _sha256_file(tmp)
         os.chmod(tmp, 0o755)
-        os.replace(tmp, lib)
-        _atomic_write(lib.with_name(lib.name + ".sha256"), (digest + "\n").encode())
+        os.replace(tmp, out)
+        _atomic_write(out.with_name(out.name + ".sha256"), (digest + "\n").encode())
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -351,8 +383,19 @@ def compile_c(
     are always added.
     """
     cc = find_compiler()
-    full_flags = _resolve_flags(flags) + report_flags(tuple(cc))
+    full_flags = resolve_flags(flags) + report_flags(tuple(cc))
     key = cache_key(source, full_flags, tuple(cc))
+    return cached_build(
+        key,
+        name_hint,
+        ".so",
+        source,
+        lambda src, out: _run_compiler(cc, full_flags, src, out),
+    )
+
+
+def cache_directory() -> Path:
+    """The kiln cache directory, created when missing."""
     cache_dir = config.load().cache_dir
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -361,19 +404,34 @@ def compile_c(
             f"cannot create the kiln cache directory {cache_dir}: {e}; "
             "set KILN_CACHE_DIR to a writable directory"
         ) from e
+    return cache_dir
+
+
+def cached_build(
+    key: str,
+    name_hint: str,
+    suffix: str,
+    source: str,
+    build: Callable[[Path, Path], None],
+    source_suffix: str = ".c",
+) -> Path:
+    """The cache entry ``<name_hint>-<key>{suffix}``: returned when valid, else built under
+    the entry's lock by ``build(source file, output)`` from ``source`` (kept beside it as
+    ``<stem>{source_suffix}``), which must publish the output with `run_and_publish`."""
+    cache_dir = cache_directory()
     stem = _stem(name_hint, key)
-    lib = cache_dir / f"{stem}.so"
-    digest = cache_dir / f"{stem}.so.sha256"
+    lib = cache_dir / f"{stem}{suffix}"
+    digest = cache_dir / f"{stem}{suffix}.sha256"
     if _is_valid_entry(lib, digest):
         return lib
-    src, lock = cache_dir / f"{stem}.c", cache_dir / f"{stem}.lock"
+    src, lock = cache_dir / f"{stem}{source_suffix}", cache_dir / f"{stem}.lock"
     _check_entry_paths([lib, digest, src, lock, lib.with_suffix(".log")], cache_dir)
     with _locked(lock, cache_dir):
         if _is_valid_entry(lib, digest):  # another process built it while we waited
             return lib
         try:
             _atomic_write(src, source.encode())
-            _run_compiler(cc, full_flags, src, lib)
+            build(src, lib)
         except OSError as e:  # the compiler's own failures are ToolchainErrors, not OSErrors
             where = Path(e.filename) if e.filename else cache_dir
             raise _cache_fault(where, f"cannot be written ({e.strerror})", cache_dir) from e

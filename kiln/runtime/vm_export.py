@@ -35,6 +35,7 @@ import numpy as np
 from kiln import config
 from kiln.errors import KilnError
 from kiln.runtime.module import Module, metadata_c_source
+from kiln.runtime.parallel_build import compile_units
 from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c
 from kiln.runtime.vm_format import Executable, deserialize
 
@@ -154,11 +155,13 @@ def export_library(
     *,
     source: str | None = None,
     flags: tuple[str, ...] | None = None,
+    units: tuple[str, ...] | None = None,
 ) -> Path:
     """Write ``exe`` and its library into the one shared library ``path`` (see module docstring).
 
-    ``source`` is the C of the library (default: the source its in-process `Module` kept);
-    ``flags`` replaces the C compiler's default flags as in `compile_c`.
+    ``source`` is the C of the library (default: the source its in-process `Module` kept), or
+    ``units`` its translation units (compiled as by `compile_units`, so their cached objects
+    are only linked again); ``flags`` replaces the C compiler's default flags as in `compile_c`.
     """
     blob = exe.serialize()
     digest = hashlib.sha256(blob).hexdigest()[:32]
@@ -168,9 +171,14 @@ def export_library(
     asm_path = cache / f"kiln_vm_blob-{digest}.s"
     _publish(blob_path, blob)
     _publish(asm_path, asm_source(blob_path).encode())
-    full = _library_source(exe, source) + blob_c_source()
     base = DEFAULT_FLAGS if flags is None else tuple(flags)
-    lib = compile_c(full, flags=(*base, str(asm_path)), name_hint="kiln_vm_model")
+    if units:
+        lib, _, _ = compile_units(
+            (*units, blob_c_source()), flags=(*base, str(asm_path)), name_hint="kiln_vm_model"
+        )
+    else:
+        full = _library_source(exe, source) + blob_c_source()
+        lib = compile_c(full, flags=(*base, str(asm_path)), name_hint="kiln_vm_model")
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")

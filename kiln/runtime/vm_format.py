@@ -327,7 +327,8 @@ def _const_meta(c: Any, data: bytearray) -> dict[str, Any]:
     if isinstance(c, DTypeConst):
         return {"type": "dtype", "value": c.name}
     if isinstance(c, np.ndarray) or hasattr(c, "__dlpack__"):
-        arr = np.ascontiguousarray(c if isinstance(c, np.ndarray) else np.from_dlpack(c))
+        # NOTE: np.asarray(order="C"), not np.ascontiguousarray, which makes a 0-d array 1-d.
+        arr = np.asarray(c if isinstance(c, np.ndarray) else np.from_dlpack(c), order="C")
         data.extend(b"\0" * (_align(len(data)) - len(data)))
         meta = {"type": "tensor", "dtype": str(arr.dtype), "shape": list(arr.shape)}
         meta.update(offset=len(data), nbytes=arr.nbytes)

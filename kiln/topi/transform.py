@@ -24,6 +24,7 @@ from typing import Any
 from kiln import te
 from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
+from kiln.tir.buffer import index_dtype_of
 from kiln.tir.expr import Cast, FloorMod, Max, Min, PrimExpr, convert
 from kiln.topi import tag
 from kiln.topi.utils import (
@@ -89,6 +90,8 @@ def _reshape_target(x: Tensor, newshape: Any) -> tuple[int, ...]:
 
 def _unflatten(flat: PrimExpr, shape: tuple[int, ...]) -> tuple[PrimExpr, ...]:
     """The row-major index of element ``flat`` in ``shape``."""
+    if prod(shape) == 0:  # an empty tensor: no element is ever read
+        return tuple(convert(0, flat.dtype) for _ in shape)
     out: list[PrimExpr] = []
     stride = prod(shape)
     for d in shape:
@@ -101,11 +104,15 @@ def _unflatten(flat: PrimExpr, shape: tuple[int, ...]) -> tuple[PrimExpr, ...]:
 def reshape(x: Tensor, newshape: Any, name: str = "T_reshape") -> Tensor:
     """``x`` in ``newshape`` (row-major order; one dimension may be -1)."""
     x = check_tensor("reshape", x)
-    dims = _reshape_target(x, newshape)
     src = const_shape("reshape", x)
+    # NOTE: the output's dims take the input's index dtype, so the flat index and the indices
+    # read from ``x`` have the dtype of x's axes: an inlined producer over int64 axes (relax
+    # shapes) gets int64 indices substituted for them, never int32 ones.
+    idx = index_dtype_of(x.shape)
+    dims = tuple(convert(d, idx) for d in _reshape_target(x, newshape))
 
     def f(*i: PrimExpr) -> PrimExpr:
-        flat: PrimExpr = convert(0)
+        flat: PrimExpr = convert(0, idx)
         for k, d in enumerate(dims):
             flat = flat * d + i[k] if k else i[k]
         return x[_unflatten(flat, src)] if src else x[()]

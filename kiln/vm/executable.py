@@ -22,6 +22,9 @@ class Executable(vm_format.Executable):
 
     source: str | None = None
     flags: tuple[str, ...] | None = None
+    units: tuple[str, ...] | None = None
+    """The translation units the library was compiled from (``source`` is them joined, to
+    read); exporting reuses their cached objects."""
 
     def export_library(
         self,
@@ -31,8 +34,11 @@ class Executable(vm_format.Executable):
         flags: tuple[str, ...] | None = None,
     ) -> Path:
         """Write the kernels, the VM functions or bytecode, and the constants as one library."""
+        use_flags = flags if flags else self.flags
+        if source is None and self.units:
+            return export_library(self, path, units=self.units, flags=use_flags)
         src = source if source is not None else self.source
-        return export_library(self, path, source=src, flags=flags if flags else self.flags)
+        return export_library(self, path, source=src, flags=use_flags)
 
     def stats(self) -> str:
         """A summary: mode, VM functions, kernels, instructions and constants."""

@@ -73,8 +73,12 @@ def test_exported_model_runs_in_a_fresh_process_without_the_compiler(tmp_path: P
 
 
 def test_compile_refuses_what_it_cannot_compile() -> None:
-    with pytest.raises(KilnError, match="takes an IRModule of R.functions"):
-        kiln.compile(np.zeros(3))
+    # anything that is not a model names what kiln.compile takes and what it got
+    for obj, kind in ((np.zeros(3), "ndarray"), (3, "int"), ([MLP], "list")):
+        with pytest.raises(KilnError, match=rf"takes an IRModule, an ONNX .*; got {kind}$"):
+            kiln.compile(obj)
+    with pytest.raises(KilnError, match=r"of an IRModule takes no option\(s\) \['shape_dict'\]"):
+        kiln.compile(MLP, shape_dict={"x": (1, 2)})
     with pytest.raises(KilnError, match="exec_mode must be one of bytecode, compiled"):
         kiln.compile(MLP, exec_mode="jit")
     with pytest.raises(KilnError, match="no function 'forward'"):

@@ -51,6 +51,7 @@ def sample() -> Executable:
         np.arange(6, dtype="float32").reshape(2, 3),
         np.array([True, False]),
         np.arange(3, dtype="int64"),
+        np.array(1.5, dtype="float32"),  # 0-d: a scalar weight stays 0-d
         ShapeConst((4, 5)),
         DTypeConst("float16"),
         "text",
@@ -80,7 +81,7 @@ def check_same(a: Executable, b: Executable) -> None:
     assert len(a.constants) == len(b.constants)
     for x, y in zip(a.constants, b.constants):
         if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype
+            assert x.dtype == y.dtype and x.shape == y.shape
             np.testing.assert_array_equal(x, y)
         else:
             assert type(x) is type(y) and x == y

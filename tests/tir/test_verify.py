@@ -30,6 +30,18 @@ def test_use_before_definition():
     _fails(_func(tir.Evaluate(x + 1)), "Var 'x'", "used before it is defined")
 
 
+def test_a_buffer_dim_expression_may_precede_the_buffer_binding_its_variable():
+    # A: (n * 2,) comes first; B: (n,) binds n (MakePackedAPI binds plain dims first)
+    n = tir.Var("n", "int64")
+    a_h, b_h = tir.Var("A", "handle"), tir.Var("B", "handle")
+    A = tir.decl_buffer((n * 2,), "float32", "A")
+    B = tir.decl_buffer((n,), "float32", "B")
+    body = tir.BufferStore(B, A[0], (0,))
+    assert tir.verify_well_formed(_func(body, (a_h, b_h), {a_h: A, b_h: B})) == []
+    # with no buffer binding n, the expression is still an error
+    _fails(_func(tir.Evaluate(A[0]), (a_h,), {a_h: A}), "used before it is defined")
+
+
 def test_use_out_of_scope():
     i = tir.Var("i")
     loop = tir.For(i, 0, 4, tir.ForKind.SERIAL, tir.Evaluate(i))

@@ -8,6 +8,7 @@ import pytest
 
 from kiln import te, topi
 from kiln.errors import IRError, IRValueError
+from kiln.tir.expr import convert
 from kiln.topi import Pattern, pattern_of
 from tests.topi.conftest import run
 
@@ -103,6 +104,29 @@ def test_integer_transform_and_fused_injective_chain(rng) -> None:
     a = rng.integers(-5, 5, (6, 8)).astype("int32")
     (got,) = run(y, [x], a)
     np.testing.assert_array_equal(got, np.pad(a, ((0, 2), (1, 1)), constant_values=9).T + 1)
+
+
+def test_reshape_reads_an_int64_producer_with_int64_indices() -> None:
+    # a (1,) arange over int64 axes (relax shapes), reshaped to a scalar and inlined into its
+    # reader: the reshape's index into the arange must be int64 like the arange's axis
+    n = convert(1, "int64")
+    r = topi.arange(convert(7, "int64"), n, 1, "int64")
+    s = topi.reshape(r, ())
+    v = topi.reshape(r, (1, 1))
+    assert all(str(d.dtype) == "int64" for d in v.shape)
+    x = te.placeholder((n, convert(3, "int64")), name="x")
+    y = te.compute(x.shape, lambda i, j: x[i, j] / topi.cast(s, "float32")[()], name="y")
+    got = run([y, v], [x], np.full((1, 3), 14.0, "float32"))
+    np.testing.assert_allclose(got[0], np.full((1, 3), 2.0, "float32"))
+    np.testing.assert_array_equal(got[1], [[7]])
+
+
+def test_reshape_of_an_empty_tensor() -> None:
+    x = te.placeholder((0, 3, 4), name="x")
+    got = run(
+        [topi.reshape(x, (3, 4, 0)), topi.reshape(x, (0, 12))], [x], np.zeros((0, 3, 4), "float32")
+    )
+    assert [g.shape for g in got] == [(3, 4, 0), (0, 12)]
 
 
 def test_patterns_are_injective() -> None:

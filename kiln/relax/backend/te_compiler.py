@@ -220,24 +220,39 @@ def _schedule(outs: list[te.Tensor], target: Target, name: str) -> te.Schedule:
         return te.create_schedule(outs)
 
 
-def lower_primitive(func: Function, target: Target, name: str, where: str) -> PrimFunc:
-    """The scheduled PrimFunc ``name`` of primitive ``func`` (see the module docstring)."""
+def symbolic_vars(func: Function) -> list[TirVar]:
+    """The symbolic variables of ``func``'s struct info (parameters, then bindings), by first
+    occurrence: equal functions list corresponding variables at the same positions."""
+    sinfos: list[Any] = [p.struct_info_ for p in func.params]
+    sinfos += [b.var.struct_info_ for b in body_bindings(func, "")]
+    return tir_vars(tuple(sinfos))
+
+
+def lower_primitive(
+    func: Function, target: Target, name: str, where: str
+) -> tuple[PrimFunc, list[int]]:
+    """The scheduled PrimFunc ``name`` of primitive ``func`` (see the module docstring), and the
+    positions in `symbolic_vars` of the variables it takes after its tensors (``tir_vars``:
+    those no parameter's shape binds, e.g. ``n`` when a parameter is ``(n * 2, 32)``)."""
     op_records(func, where)
     tb = _TEBuilder(func, target, where)
     outs = tb.outputs(func.body.body if isinstance(func.body, SeqExpr) else func.body)
     inputs = [ph for _, ph in tb.conv.inputs]
     prim, tir_vars_ = prim_func_of(inputs, outs, name, schedule=_schedule(outs, target, name))
-    if tir_vars_:
-        names = ", ".join(v.name for v in tir_vars_)
+    known = {id(v): k for k, v in enumerate(symbolic_vars(func))}
+    unknown = [v.name for v in tir_vars_ if id(v) not in known]
+    if unknown:
         raise _fail(
             where,
-            f"its result uses symbolic variables ({names}) its parameters do not "
-            "define; fix: pass them as tensor dims, or match_cast the result",
+            f"its result uses symbolic variables ({', '.join(unknown)}) that none of its "
+            "parameters' struct info mentions; fix: pass them as tensor dims, or match_cast "
+            "the result",
         )
     # NOTE: a fresh copy: the TE placeholders' symbolic dims are the graph function's own
     # variables, and a PrimFunc binds variables of its own.
     prim = fresh_copy(prim)
-    return replace(prim, attrs=prim.attrs.with_item(TARGET, str(target)), span=func.span)
+    prim = replace(prim, attrs=prim.attrs.with_item(TARGET, str(target)), span=func.span)
+    return prim, [known[id(v)] for v in tir_vars_]
 
 
 # -- shape functions -----------------------------------------------------------------------------

@@ -1,14 +1,18 @@
 """Graph-level operators: ``relax.op.add(x, y)`` builds a call; its record (`OpDef`, in
 `relax.op.registry`) says how to infer, legalize and fuse it."""
 
-from kiln.relax.op import memory, nn
+from kiln.relax.op import image, memory, nn
 from kiln.relax.op.binary import (
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     divide,
     equal,
     floor_divide,
     greater,
     greater_equal,
+    left_shift,
     less,
     less_equal,
     logical_and,
@@ -18,6 +22,7 @@ from kiln.relax.op.binary import (
     multiply,
     not_equal,
     power,
+    right_shift,
     subtract,
     where,
 )
@@ -45,6 +50,7 @@ from kiln.relax.op.manipulate import (
     concat,
     expand_dims,
     flatten,
+    gather_elements,
     permute_dims,
     reshape,
     split,
@@ -54,12 +60,21 @@ from kiln.relax.op.manipulate import (
 )
 from kiln.relax.op.reduce import argmax, argmin, max, mean, min, prod, sum, variance
 from kiln.relax.op.registry import OpDef, find_op_def, get_op_def, list_op_defs, register_op
+from kiln.relax.op.scan import cumprod, cumsum
 from kiln.relax.op.unary import (
     abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
     astype,
+    atan,
+    atanh,
+    bitwise_not,
     ceil,
     clip,
     cos,
+    cosh,
     erf,
     exp,
     floor,
@@ -71,7 +86,9 @@ from kiln.relax.op.unary import (
     rsqrt,
     sigmoid,
     sin,
+    sinh,
     sqrt,
+    tan,
     tanh,
 )
 from kiln.relax.op.vm import call_builtin_with_ctx, null_value

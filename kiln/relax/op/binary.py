@@ -18,6 +18,8 @@ from kiln.relax.op.common import (
     as_expr,
     broadcast_dims,
     check_arity,
+    describe,
+    fail,
     out_tensor,
     require_bool,
     same_dtype,
@@ -111,3 +113,66 @@ def _infer_where(call: Call, ctx: Any) -> StructInfo:
 def where(condition: Expr, x1: Expr, x2: Expr) -> Call:
     """``x1`` where ``condition`` holds, else ``x2`` (broadcasting all three)."""
     return Call(Op.get("relax.where"), (as_expr(condition), as_expr(x1), as_expr(x2)))
+
+
+# -- bitwise ------------------------------------------------------------------------------------
+def _shift(left: bool) -> Callable[[Any, Any], Any]:
+    """``a << b`` / ``a >> b``, 0 where the shift is negative or at least the bit width (C
+    leaves those undefined)."""
+    from kiln.tir.expr import Select, const
+
+    def compute(a: Any, b: Any) -> Any:
+        def f(x: Any, y: Any) -> Any:
+            zero = const(0, x.dtype)
+            out = x << y if left else x >> y
+            wide = (y < const(0, y.dtype)) | (y >= const(x.dtype.bits, y.dtype))
+            if not left and not x.dtype.is_uint:  # NOTE: an arithmetic shift saturates at -1
+                zero = Select(x < zero, const(-1, x.dtype), zero)
+            return Select(wide, zero, out)
+
+        return topi.elemwise.binary("left_shift" if left else "right_shift", a, b, f)
+
+    return compute
+
+
+def _int_infer(call: Call, ctx: Any) -> StructInfo:
+    out = infer_broadcast(call, len(call.args), "arith")
+    for i in range(len(call.args)):
+        dt = tensor_sinfo(call, i).dtype
+        if not dt.is_void and not dt.is_integer:
+            raise fail(call, f"needs integer tensors, got {describe(call.args[i])}")
+    return out
+
+
+def make_int_binary(name: str, fn: Callable[[Any, Any], Any], doc: str) -> Callable:
+    """Register ``relax.<name>``: a broadcasting operator of integer tensors."""
+    full = f"relax.{name}"
+
+    def builder(x1: Expr, x2: Expr) -> Call:
+        return Call(Op.get(full), (as_expr(x1), as_expr(x2)))
+
+    builder.__name__ = builder.__qualname__ = name
+    builder.__doc__ = doc
+    register_op(
+        full,
+        infer=_int_infer,
+        legalize=lambda call, args: fn(args[0], args[1]),
+        pattern=Pattern.BROADCAST,
+    )(builder)
+    return builder
+
+
+def _bitwise(name: str, f: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda a, b: topi.elemwise.binary(name, a, b, f)
+
+
+bitwise_and = make_int_binary("bitwise_and", _bitwise("bitwise_and", lambda x, y: x & y),
+                              "``x1 & x2`` of integer tensors.")  # fmt: skip
+bitwise_or = make_int_binary("bitwise_or", _bitwise("bitwise_or", lambda x, y: x | y),
+                             "``x1 | x2`` of integer tensors.")  # fmt: skip
+bitwise_xor = make_int_binary("bitwise_xor", _bitwise("bitwise_xor", lambda x, y: x ^ y),
+                              "``x1 ^ x2`` of integer tensors.")  # fmt: skip
+left_shift = make_int_binary("left_shift", _shift(True),
+                             "``x1 << x2`` (0 for shifts outside [0, bits)).")  # fmt: skip
+right_shift = make_int_binary("right_shift", _shift(False),
+                              "``x1 >> x2`` (0 for shifts outside [0, bits)).")  # fmt: skip

@@ -101,7 +101,10 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any, tir_vars: Any = None) -
 
 
 def _infer_call_lowered(call: Call, ctx: Any) -> StructInfo:
-    check_arity(call, 2)
+    if len(call.args) not in (2, 3):
+        raise IRError(f"relax.call_lowered takes 2 or 3 arguments, got {len(call.args)}")
+    if len(call.args) == 3 and not isinstance(call.args[2].struct_info_, ShapeStructInfo):
+        raise fail(call, f"tir_vars must be a shape, got {describe(call.args[2])}")
     if not isinstance(call.args[0], GlobalVar):
         raise fail(call, f"the callee must be a module function's GlobalVar, got {call.args[0]!r}")
     if not isinstance(call.args[1].struct_info_, TupleStructInfo):
@@ -142,6 +145,7 @@ def call_lowered(
     prim_shape_fn_num_inputs: int | None = None,
     prim_shape_fn_num_outputs: int | None = None,
     all_prim_shape_fn_vars: Any = None,
+    tir_vars: Any = None,
 ) -> Call:
     """A call of lowered function ``gvar`` in destination-passing style (`LowerTE` makes them).
 
@@ -152,6 +156,8 @@ def call_lowered(
     `SHAPE_FN_SHAPE`), ``prim_shape_fn_num_inputs``, ``prim_shape_fn_num_outputs`` and
     ``all_prim_shape_fn_vars``. The shape function takes, per argument, its shape (state 2) or
     its value (state 1) as a 1-D int64 tensor, then one 1-D int64 tensor per output to fill.
+    ``tir_vars`` (a shape) are symbolic values the callee takes after its outputs, as for
+    ``call_tir``.
     """
     items: dict[str, Any] = {
         "func_attrs": as_attrs(dict(func_attrs or {})),
@@ -163,9 +169,12 @@ def call_lowered(
         items["prim_shape_fn_num_inputs"] = int(prim_shape_fn_num_inputs or 0)
         items["prim_shape_fn_num_outputs"] = int(prim_shape_fn_num_outputs or 0)
         items["all_prim_shape_fn_vars"] = tuple(all_prim_shape_fn_vars or (prim_shape_fn_var,))
+    operands: list[Any] = [gvar, _args_tuple(args)]
+    if tir_vars is not None:
+        operands.append(tir_vars if isinstance(tir_vars, Expr) else ShapeExpr(list(tir_vars)))
     return Call(
         Op.get("relax.call_lowered"),
-        (gvar, _args_tuple(args)),
+        tuple(operands),
         Attrs(items),
         sinfo_args=(_out_sinfo(out_sinfo),),
     )

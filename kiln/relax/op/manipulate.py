@@ -437,3 +437,50 @@ def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
 def broadcast_to(x: Expr, shape: Any) -> Call:
     """``x`` broadcast to ``shape``."""
     return Call(Op.get("relax.broadcast_to"), (as_expr(x), _as_shape(shape)))
+
+
+# -- gather_elements ------------------------------------------------------------------------------
+def _infer_gather_elements(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 2)
+    x = tensor_sinfo(call, 0, "data")
+    idx = tensor_sinfo(call, 1, "indices")
+    if not idx.dtype.is_void and not idx.dtype.is_integer:
+        raise fail(call, f"indices must be integers, got {describe(call.args[1])}")
+    if x.ndim >= 0 and idx.ndim >= 0 and x.ndim != idx.ndim:
+        raise fail(call, f"data and indices must have the same rank ({x.ndim} vs {idx.ndim})")
+    if x.ndim >= 0:
+        normalize_axis(call, call.attrs["axis"], x.ndim)
+    return TensorStructInfo(idx.shape, x.dtype, idx.ndim)
+
+
+def _legalize_gather_elements(call: Call, args: list[Any]) -> Any:
+    from kiln import te
+    from kiln.tir.expr import Cast, Select
+
+    x, idx = args
+    ax = call.attrs["axis"] % len(x.shape)
+    extent = x.shape[ax]
+
+    def f(*i: Any) -> Any:
+        dt = i[ax].dtype  # NOTE: the index type of the loops (int32 for small static shapes)
+        k = idx[i]
+        k = k if k.dtype == dt else Cast(dt, k)
+        n = extent if extent.dtype == dt else Cast(dt, extent)
+        k = Select(k < IntImm(dt, 0), k + n, k)
+        return x[(*i[:ax], k, *i[ax + 1 :])]
+
+    return te.compute(idx.shape, f, name="T_gather_elements")
+
+
+@register_op(
+    "relax.gather_elements",
+    infer=_infer_gather_elements,
+    legalize=_legalize_gather_elements,
+    pattern=Pattern.INJECTIVE,
+)
+def gather_elements(x: Expr, indices: Expr, axis: int = 0) -> Call:
+    """``out[i][j][k] = x[indices[i][j][k]][j][k]`` for ``axis=0`` (numpy
+    ``take_along_axis``); negative indices count from the end."""
+    return Call(
+        Op.get("relax.gather_elements"), (as_expr(x), as_expr(indices)), attrs(axis=int(axis))
+    )

@@ -85,6 +85,25 @@ logical_not = make_unary("logical_not", topi.logical_not, "bool", "``not x`` of 
 isnan = make_unary("isnan", topi.isnan, "to_bool", "Whether each element is NaN (bool).")
 
 
+def _libm(name: str) -> Callable[[Any], Any]:
+    """The float compute of math builtin ``name`` over a tensor (`kiln.topi.elemwise.unary`)."""
+    from kiln.tir import op as tir_op
+    from kiln.topi.elemwise import unary
+
+    return lambda x: unary(name, x, lambda v: tir_op.math(name, v), None, floats=True)
+
+
+tan = make_unary("tan", _libm("tan"), "float", "The tangent.")
+asin = make_unary("asin", _libm("asin"), "float", "The inverse sine.")
+acos = make_unary("acos", _libm("acos"), "float", "The inverse cosine.")
+atan = make_unary("atan", _libm("atan"), "float", "The inverse tangent.")
+sinh = make_unary("sinh", _libm("sinh"), "float", "The hyperbolic sine.")
+cosh = make_unary("cosh", _libm("cosh"), "float", "The hyperbolic cosine.")
+asinh = make_unary("asinh", _libm("asinh"), "float", "The inverse hyperbolic sine.")
+acosh = make_unary("acosh", _libm("acosh"), "float", "The inverse hyperbolic cosine.")
+atanh = make_unary("atanh", _libm("atanh"), "float", "The inverse hyperbolic tangent.")
+
+
 def _infer_clip(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 1)
     return tensor_sinfo(call, 0, "the operand")
@@ -116,3 +135,30 @@ def _legalize_astype(call: Call, args: list[Any]) -> Any:
 def astype(x: Expr, dtype: str | DataType) -> Call:
     """``x`` converted to ``dtype``."""
     return Call(Op.get("relax.astype"), (as_expr(x),), attrs(dtype=str(DataType.parse(dtype))))
+
+
+def _bitwise_not(x: Any) -> Any:
+    from kiln.topi.elemwise import unary
+
+    return unary("bitwise_not", x, lambda v: ~v, None, floats=False)
+
+
+def _infer_int_unary(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 1)
+    x = tensor_sinfo(call, 0, "the operand")
+    if not x.dtype.is_void and not x.dtype.is_integer:
+        from kiln.relax.op.common import fail
+
+        raise fail(call, f"needs an integer tensor, got dtype {x.dtype}")
+    return x
+
+
+@register_op(
+    "relax.bitwise_not",
+    infer=_infer_int_unary,
+    legalize=lambda call, args: _bitwise_not(args[0]),
+    pattern=Pattern.ELEMWISE,
+)
+def bitwise_not(x: Expr) -> Call:
+    """``~x`` of an integer tensor."""
+    return Call(Op.get("relax.bitwise_not"), (as_expr(x),))

@@ -135,6 +135,10 @@ class _BlockFuser:
                 [self.names[i]] if self.names[i] else [],
             )
             self._join_producers(i, pat)
+            if is_item and self.groups.members(i) == [i]:
+                # NOTE: an item its tuple's group refused stays a plain binding: as a group of
+                # its own it would make the whole tuple a parameter of its consumers' group.
+                self.groups.grouped[i] = False
         return [g for g in self.groups.groups() if any(self.names[m] for m in g)]
 
     def _grouped_producer(self, i: int) -> bool:

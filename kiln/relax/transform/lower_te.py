@@ -26,7 +26,10 @@ func_attrs=<the original function's attributes>, all_prim_fn_vars=[<its PrimFunc
 the result has unknown dims (``R.Tensor(ndim=2)``), a host shape function ``shape_func_<ops>``
 (compiled for the host target whatever ``target`` is) is added and cross-linked through
 ``prim_shape_fn_var``, ``prim_shape_fn_states``, ``prim_shape_fn_num_inputs``,
-``prim_shape_fn_num_outputs`` and ``all_prim_shape_fn_vars``.
+``prim_shape_fn_num_outputs`` and ``all_prim_shape_fn_vars``. A primitive whose shapes use a
+symbolic variable no parameter has as a plain dim (``n`` when a parameter is
+``R.Tensor((n * 2, 32))``) gets it as a scalar PrimFunc parameter, and the call passes it as
+``tir_vars=R.shape([n])`` (the primitive was outlined from its caller, so ``n`` is the caller's).
 
 Each lowered PrimFunc carries the ``target`` attribute and the span of the function it came from.
 Module-level primitive functions whose calls were all lowered are removed. Errors (no codegen, a
@@ -62,10 +65,11 @@ from kiln.relax.backend.te_compiler import (
     op_names,
     op_records,
     shape_function,
+    symbolic_vars,
 )
 from kiln.relax.binding import VarBinding
 from kiln.relax.block_builder import BlockBuilder
-from kiln.relax.expr import Call, Function, Tuple, Var
+from kiln.relax.expr import Call, Function, ShapeExpr, Tuple, Var
 from kiln.relax.expr_functor import ExprMutator, ExprVisitor
 from kiln.relax.normalizer import func_struct_info
 from kiln.relax.op.builtin import call_lowered
@@ -167,8 +171,14 @@ class _Lowerer(ExprMutator):
             self.lowered_globals.add(c.op.name_hint)
         if func.get_attr(COMPILER):
             return self.lowered(c, func, self.external(func, where), args, sinfo, [], where)
-        gv = self.primitive(func, where)
-        return self.lowered(c, func, gv, args, sinfo, [gv], where)
+        gv, positions = self.primitive(func, where)
+        tir_vars = None
+        if positions:
+            # NOTE: a primitive is outlined from its caller, so its variables are the caller's
+            # (an equal primitive's are at the same positions).
+            order = symbolic_vars(func)
+            tir_vars = ShapeExpr([order[k] for k in positions])
+        return self.lowered(c, func, gv, args, sinfo, [gv], where, tir_vars)
 
     def resolve(self, op: Any) -> tuple[BaseFunc | None, str]:
         """The function a callee names, and how to name it in errors."""
@@ -199,6 +209,7 @@ class _Lowerer(ExprMutator):
         sinfo: StructInfo,
         prim_vars: list[GlobalVar],
         where: str,
+        tir_vars: ShapeExpr | None = None,
     ) -> Call:
         extra: dict[str, Any] = {}
         if is_dynamic(sinfo):
@@ -218,20 +229,23 @@ class _Lowerer(ExprMutator):
                 "prim_shape_fn_num_outputs": sf.num_outputs,
                 "all_prim_shape_fn_vars": [gv],
             }
-        out = call_lowered(callee, Tuple(args), sinfo, func.attrs, prim_vars, **extra)
+        out = call_lowered(
+            callee, Tuple(args), sinfo, func.attrs, prim_vars, tir_vars=tir_vars, **extra
+        )
         return replace(out, span=c.span)
 
-    def primitive(self, func: Function, where: str) -> GlobalVar:
+    def primitive(self, func: Function, where: str) -> tuple[GlobalVar, list[int]]:
+        """The PrimFunc of ``func`` and the positions of its ``tir_vars`` (`lower_primitive`)."""
         key = func.without_attr("global_symbol")
-        gv = self.prims.get(key, str(self.target))
-        if gv is None:
+        hit = self.prims.get(key, str(self.target))
+        if hit is None:
             name = fused_name(f"{self.module_name}_fused", op_names(func))
-            prim = lower_primitive(func, self.target, name, where)
+            prim, positions = lower_primitive(func, self.target, name, where)
             if prim.span is None and self.caller is not None:
                 prim = replace(prim, span=self.caller.span)
-            gv = self.builder.add_func(prim, name)
-            self.prims.put(key, str(self.target), gv)
-        return gv
+            hit = (self.builder.add_func(prim, name), positions)
+            self.prims.put(key, str(self.target), hit)
+        return hit
 
     def shape_func(self, func: Function, where: str) -> Any:
         hit = self.shapes.get(func, str(self.host))

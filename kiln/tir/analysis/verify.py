@@ -359,10 +359,13 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
     try:
         for p in func.params:
             c.define(p, func)
+        # NOTE: the buffer map binds its plain dims together (MakePackedAPI binds them before
+        # checking expressions), so ``(n * 2, 4)`` may come before the buffer that binds ``n``.
         for param, buf in func.buffer_map.items():
             if param not in func.params:
                 c.err(func, f"buffer_map key {getattr(param, 'name', param)!r} is not a parameter")
             define_buffer_vars(c, buf)
+        for buf in func.buffer_map.values():
             c.declare_buffer(buf, func)
         if not isinstance(func.body, Stmt):
             c.err(func, f"body must be a statement, got {type(func.body).__name__}")

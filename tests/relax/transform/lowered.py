@@ -2,8 +2,8 @@
 passes): the module's PrimFuncs (lowered kernels and shape functions) and its external C
 (``external_mods``) are built into one library, and the graph function's bindings are evaluated
 in order on numpy arrays: a ``call_lowered`` runs its shape function first when it has one,
-allocates the outputs and calls the callee with inputs then outputs -- what the VM does after
-CallTIRRewrite (tests/vm runs the same modules through kiln.relax.build)."""
+allocates the outputs and calls the callee with inputs, outputs, then its ``tir_vars`` -- what
+the VM does after CallTIRRewrite (tests/vm runs the same modules through kiln.relax.build)."""
 
 from __future__ import annotations
 
@@ -87,6 +87,7 @@ def _eval(e: Any, env: dict[int, Any], dims: dict[Any, int], lib: Any) -> Any:
     if isinstance(e, relax.Call) and getattr(e.op, "name", "") == "relax.call_lowered":
         ins = [np.ascontiguousarray(_eval(a, env, dims, lib)) for a in e.args[1].fields]
         outs = _outputs(e, ins, dims, lib)
-        lib[e.args[0].name_hint](*ins, *outs)
+        extra = _shape(e.args[2].values, dims) if len(e.args) == 3 else ()  # tir_vars
+        lib[e.args[0].name_hint](*ins, *outs, *extra)
         return tuple(outs) if isinstance(e.sinfo_args[0], relax.TupleStructInfo) else outs[0]
     raise NotImplementedError(f"the test runner cannot evaluate {type(e).__name__}")

@@ -177,3 +177,34 @@ def test_multi_output_group_and_reordering_keep_the_function_equivalent() -> Non
     got = run_lowered(LowerTE("m")(mod), "main", x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_an_item_of_a_tuple_its_anchor_keeps_stays_outside_the_next_group() -> None:
+    # batch_norm (an anchor) returns a tuple; its item 0 cannot join the anchor's group
+    # (injective), so it stays a binding, and the clip after it gets a tensor parameter
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(
+            x: R.Tensor((2, 3, 4, 4), "float32"),
+            g: R.Tensor((3,), "float32"),
+            mu: R.Tensor((3,), "float32"),
+            var: R.Tensor((3,), "float32"),
+        ):
+            with R.dataflow():
+                t = R.nn.batch_norm(x, g, g, mu, var, axis=1)
+                y = R.clip(t[0], 0.0, 6.0)
+                R.output(y)
+            return y
+
+    mod = FuseOps()(Module)
+    verify_module(mod)
+    assert calls(mod["main"]) == ["fused_batch_norm", "fused_clip"]
+    param = fused(mod)["fused_clip"].params[0]
+    assert type(param.struct_info).__name__ == "TensorStructInfo"
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((2, 3, 4, 4)).astype("float32") * 4]
+    args += [rng.random(3).astype("float32") + 0.5 for _ in range(3)]
+    want = run_legalized(LegalizeOps()(Module), "main", *args)
+    got = run_lowered(LowerTE("m")(mod), "main", *args)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

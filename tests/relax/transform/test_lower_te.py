@@ -22,6 +22,7 @@ from kiln.script import relax as R
 from kiln.script import tir as T
 from kiln.tir import PrimFunc
 from tests.relax.transform.lowered import build, run
+from tests.vm.harness import machine
 
 
 def body_call(mod: IRModule, name: str = "main", k: int = 0) -> Call:
@@ -166,6 +167,36 @@ def test_lower_primitive_with_dynamic_result_calls_its_shape_function() -> None:
     assert isinstance(mod["shape_func_exp_add"], PrimFunc)
     x = np.linspace(-1, 1, 21, dtype="float32").reshape(3, 7)
     np.testing.assert_allclose(run(mod, "main", x), np.exp(x) + x, rtol=1e-6)
+
+
+def test_a_variable_no_parameter_binds_is_passed_as_tir_vars() -> None:
+    # the matmul group's parameter is (n * 2, 2): n is not a dim of it, so the call passes it
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor(("n", 4), "float32"), w: R.Tensor((2, 3), "float32")):
+            n = T.int64()
+            with R.dataflow():
+                a = R.reshape(x, R.shape([n * 2, 2]))
+                b = R.nn.relu(R.matmul(a, w))
+                R.output(b)
+            return b
+
+    mod = lower(FuseOps()(Module))
+    call = body_call(mod, k=1)
+    assert call.args[0].name_hint == "test_fused_matmul_relu"
+    (n,) = mod["main"].params[0].struct_info.dims[:1]
+    assert len(call.args) == 3 and list(call.args[2].values) == [n]
+    assert_structural_equal(from_source(mod.script()), mod)
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((2, 3)).astype("float32")
+    for rows in (1, 5):
+        x = rng.standard_normal((rows, 4)).astype("float32")
+        want = np.maximum(x.reshape(rows * 2, 2) @ w, 0)
+        np.testing.assert_allclose(run(mod, "main", x, w), want, rtol=1e-5, atol=1e-6)
+        for mode in ("bytecode", "compiled"):
+            got = machine(Module, mode)["main"](x, w).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=mode)
 
 
 # -- Compiler, Extern and PrimFunc callees ----------------------------------------------------

@@ -1,0 +1,207 @@
+"""The models of `bench_models.py`, built with torch: one constructor and one input set each.
+
+Every model is made with a fixed seed (batch norms get non-trivial statistics), so a worker
+process that rebuilds it from its name and loads the saved state dict has the same weights as the
+ONNX file exported from it. Inputs are named (``x``, ``keep``, ``ids``) and the ONNX files keep
+those names, so one ``.npz`` of inputs feeds kiln, onnxruntime and torch alike.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+nn = torch.nn
+F = torch.nn.functional
+
+
+class MLP(nn.Module):
+    """784 -> 1024 -> 1024 -> 10 with ReLU, GELU and a softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = (
+            nn.Linear(784, 1024),
+            nn.Linear(1024, 1024),
+            nn.Linear(1024, 10),
+        )
+
+    def forward(self, x: Any) -> Any:
+        return F.softmax(self.fc3(F.gelu(self.fc2(F.relu(self.fc1(x))))), dim=-1)
+
+
+class SmallCNN(nn.Module):
+    """conv/relu/max pool, a depthwise conv with batch norm and ReLU6, a 1x1 conv, global
+    average pooling and a classifier (MobileNet-style pieces) at 3x64x64."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 32, 3, padding=1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False)
+        self.bn = nn.BatchNorm2d(32)
+        self.c2 = nn.Conv2d(32, 64, 1)
+        self.c3 = nn.Conv2d(64, 64, 3, stride=2, padding=1)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x: Any) -> Any:
+        h = F.max_pool2d(F.relu(self.c1(x)), 2)
+        h = F.relu6(self.bn(self.dw(h)))
+        h = F.relu(self.c3(F.relu(self.c2(h))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class Block(nn.Module):
+    """A ResNet basic block."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                       nn.BatchNorm2d(cout))  # fmt: skip
+
+    def forward(self, x: Any) -> Any:
+        h = F.relu(self.b1(self.c1(x)))
+        h = self.b2(self.c2(h))
+        return F.relu(h + (x if self.short is None else self.short(x)))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 (widths 64..512, two basic blocks per stage, 1000 classes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))  # fmt: skip
+        blocks, cin = [], 64
+        for k, w in enumerate((64, 128, 256, 512)):
+            for b in range(2):
+                blocks.append(Block(cin, w, 2 if k > 0 and b == 0 else 1))
+                cin = w
+        self.stages = nn.Sequential(*blocks)
+        self.fc = nn.Linear(512, 1000)
+
+    def forward(self, x: Any) -> Any:
+        h = self.stages(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class Attention(nn.Module):
+    def __init__(self, d: int, heads: int) -> None:
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x: Any, mask: Any) -> Any:
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).split(self.d, dim=-1)
+        q, k, v = (z.reshape(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+        att = q @ k.transpose(-1, -2) / (self.d // self.heads) ** 0.5
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        return self.out((att @ v).transpose(1, 2).reshape(b, t, self.d))
+
+
+class Encoder(nn.Module):
+    """A post-norm transformer encoder layer (d 256, 4 heads, FF 1024) with a padding mask."""
+
+    def __init__(self, d: int = 256, heads: int = 4) -> None:
+        super().__init__()
+        self.att = Attention(d, heads)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: Any, keep: Any) -> Any:
+        x = self.ln1(x + self.att(x, (keep == 0)[:, None, None, :]))
+        return self.ln2(x + self.ff(x))
+
+
+class Decoder(nn.Module):
+    """A decoder-only language model: embeddings, 2 causal pre-norm blocks (d 256, 4 heads),
+    vocabulary 1000."""
+
+    def __init__(self, vocab: int = 1000, d: int = 256, heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(256, d)
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "ln1": nn.LayerNorm(d), "att": Attention(d, heads), "ln2": nn.LayerNorm(d),
+            "ff": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)),
+        }) for _ in range(layers))  # fmt: skip
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids: Any) -> Any:
+        t = ids.shape[1]
+        h = self.tok(ids) + self.pos(torch.arange(t))
+        causal = torch.triu(torch.ones(t, t), diagonal=1).bool()
+        for blk in self.blocks:
+            h = h + blk["att"](blk["ln1"](h), causal)
+            h = h + blk["ff"](blk["ln2"](h))
+        return self.head(self.ln(h))
+
+
+def _randn(*shape: int) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal(shape).astype("float32")
+
+
+def _encoder_inputs() -> dict[str, np.ndarray]:
+    keep = np.ones((1, 128), "int64")
+    keep[0, 100:] = 0  # padding at the end
+    return {"x": _randn(1, 128, 256), "keep": keep}
+
+
+MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], dict[str, np.ndarray]]]] = {
+    "mlp-b1": (MLP, lambda: {"x": _randn(1, 784)}),
+    "mlp-b64": (MLP, lambda: {"x": _randn(64, 784)}),
+    "cnn": (SmallCNN, lambda: {"x": _randn(1, 3, 64, 64)}),
+    "resnet18": (ResNet18, lambda: {"x": _randn(1, 3, 224, 224)}),
+    "encoder": (Encoder, _encoder_inputs),
+    "decoder": (Decoder, lambda: {"ids": np.random.default_rng(0).integers(0, 1000, (1, 64))}),
+}
+"""name -> (module constructor, its inputs by name)."""
+
+DESCRIPTIONS = {
+    "mlp-b1": "MLP 784-1024-1024-10, batch 1",
+    "mlp-b64": "MLP 784-1024-1024-10, batch 64",
+    "cnn": "small CNN 3x64x64",
+    "resnet18": "ResNet-18 224x224",
+    "encoder": "encoder layer 128x256",
+    "decoder": "decoder-only LM, 2 layers, seq 64",
+}
+
+
+def build(name: str) -> nn.Module:
+    """Model ``name`` with its seeded weights, in eval mode."""
+    make, _ = MODELS[name]
+    torch.manual_seed(sum(map(ord, name)))
+    module = make().eval()
+    gen = torch.Generator().manual_seed(1)
+    for m in module.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+    return module
+
+
+def inputs(name: str) -> dict[str, np.ndarray]:
+    return MODELS[name][1]()
+
+
+def export_onnx(module: nn.Module, feeds: dict[str, np.ndarray]) -> bytes:
+    """``module`` as ONNX (opset 17, the TorchScript exporter), inputs named as in ``feeds``."""
+    buf = io.BytesIO()
+    args = tuple(torch.from_numpy(v) for v in feeds.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, buf, dynamo=False, input_names=list(feeds),
+                          output_names=["out"], opset_version=17)  # fmt: skip
+    return buf.getvalue()

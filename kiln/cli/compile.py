@@ -1,0 +1,115 @@
+"""The compile step of the command line, with a progress bar over its stages on a terminal.
+
+Stages: import the model (a `.onnx` file, or an exported `.so` to load), each graph-level pass
+of `default_relax_pipeline`, then VM code generation and the C compiler over all kernels (one
+library). The bar (tqdm) is drawn only when stderr is a terminal; otherwise compiling is quiet.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kiln.driver.inputs import InputSpec, as_ir_module, input_specs
+from kiln.driver.model import CompiledModel, load
+from kiln.driver.pipeline import default_relax_pipeline
+from kiln.driver.relax_build import build
+from kiln.errors import KilnError
+from kiln.ir.target import Target
+from kiln.ir.transform import Pass, PassContext
+from kiln.runtime.vm_format import FuncKind
+
+
+class _Ticking(Pass):
+    """A pass that runs ``inner`` and advances the progress bar."""
+
+    name = "ticking"
+
+    def __init__(self, inner: Pass, bar: Any) -> None:
+        self.inner = inner
+        self.bar = bar
+
+    def __call__(self, mod: Any, ctx: PassContext | None = None) -> Any:
+        self.bar.set_postfix_str(self.inner.name)
+        out = self.inner(mod, ctx)
+        self.bar.update(1)
+        return out
+
+
+def _bar(total: int, quiet: bool) -> Any:
+    import shutil
+
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc="kiln compile",
+        unit="stage",
+        ncols=min(shutil.get_terminal_size().columns, 100),
+        disable=quiet or not sys.stderr.isatty(),
+    )
+
+
+def parse_shapes(items: list[str] | None) -> dict[str, tuple[Any, ...]]:
+    """``name=1,3,224,224`` (a symbolic dim may be a name) as a shape_dict."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for item in items or []:
+        name, _, dims = item.partition("=")
+        if not dims:
+            raise KilnError(f"--shape takes name=d0,d1,..., got {item!r}")
+        out[name] = tuple(int(d) if d.strip().lstrip("-").isdigit() else d.strip()
+                          for d in dims.split(","))  # fmt: skip
+    return out
+
+
+def compile_model(
+    path: str,
+    target: str = "c",
+    exec_mode: str = "compiled",
+    shapes: dict[str, Any] | None = None,
+    quiet: bool = False,
+) -> CompiledModel:
+    """A compiled model from an ONNX file (or an exported `.so`, loaded as it is)."""
+    if Path(path).suffix == ".so":
+        return load(path)
+    options = {"shape_dict": shapes} if shapes else {}
+    tgt = Target(target)
+    passes = default_relax_pipeline(tgt)
+    with _bar(len(passes) + 2, quiet) as bar:
+        bar.set_postfix_str("import")
+        mod = as_ir_module(path, **options)
+        bar.update(1)
+        pipeline = [_Ticking(p, bar) for p in passes]
+        bar.set_postfix_str("vm codegen + C compiler")
+        exe = build(mod, tgt, exec_mode, pipeline=pipeline)
+        bar.update(1)
+    return CompiledModel(exe, None, "main", input_specs(mod))
+
+
+def kernel_count(model: CompiledModel) -> int:
+    """How many kernels the model's VM calls."""
+    return sum(f.kind is FuncKind.KERNEL for f in model.executable.functions)
+
+
+def example_inputs(
+    specs: list[InputSpec] | None, params: tuple[str, ...], sizes: dict[str, int], seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Random inputs fitting the model (symbolic dims from ``sizes``, default 1)."""
+    if specs is None:
+        raise KilnError(
+            "the model's input shapes are unknown (a loaded .so): pass every input with --input"
+        )
+    rng = np.random.default_rng(seed)
+    out = {}
+    for spec in specs:
+        dims = [d if isinstance(d, int) else sizes.get(str(d), 1) for d in spec.dims or ()]
+        if spec.dtype == "bool":
+            out[spec.name] = rng.integers(0, 2, dims).astype(bool)
+        elif spec.dtype.startswith(("int", "uint")):
+            out[spec.name] = rng.integers(0, 4, dims).astype(spec.dtype)
+        else:
+            out[spec.name] = rng.standard_normal(dims).astype(spec.dtype)
+    return out

@@ -1,0 +1,81 @@
+"""``kiln`` / ``python -m kiln``: compile, run, benchmark and profile models from the shell.
+
+    kiln compile model.onnx -o model.so          # progress bar on a terminal, quiet otherwise
+    kiln run model.so --input x=x.npy [-o out/]  # writes out/output_0.npy ...
+    kiln bench model.onnx [--threads 1,2] [--against onnxruntime]
+    kiln profile model.onnx                      # the per-kernel time table
+
+Errors kiln raises on purpose (a bad model, a wrong input) print as one message and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kiln.errors import KilnError
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="an .onnx file (or, for run/profile, an exported .so)")
+    p.add_argument("--target", default="c", help="compilation target (default: c, this CPU)")
+    p.add_argument(
+        "--exec-mode", default="compiled", choices=["compiled", "bytecode"], help="VM mode"
+    )
+    p.add_argument(
+        "--shape",
+        action="append",
+        metavar="NAME=D0,D1,...",
+        help="an input's shape (overrides the model's; repeatable)",
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kiln", description="The kiln tensor compiler.")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    c = sub.add_parser("compile", help="compile a model to one shared library")
+    _add_model_options(c)
+    c.add_argument("-o", "--output", required=True, help="the .so to write")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    r = sub.add_parser("run", help="run a model on .npy inputs, write .npy outputs")
+    _add_model_options(r)
+    r.add_argument("--input", action="append", metavar="NAME=FILE.npy", default=[],
+                   help="an input (repeatable; or FILE.npy for inputs in order)")  # fmt: skip
+    r.add_argument("-o", "--output-dir", default=".", help="where output_<k>.npy go")
+    b = sub.add_parser("bench", help="time a model (and onnxruntime) on the same inputs")
+    _add_model_options(b)
+    b.add_argument("--threads", default="1", help="thread counts, comma-separated (1,2)")
+    b.add_argument("--against", choices=["onnxruntime"], help="also time this runtime")
+    b.add_argument("--runs", type=int, default=20, help="timed calls per measurement")
+    b.add_argument("--dim", action="append", metavar="NAME=N", help="a symbolic dim's value")
+    p = sub.add_parser("profile", help="print where one call spends its time, per kernel")
+    _add_model_options(p)
+    p.add_argument("--dim", action="append", metavar="NAME=N", help="a symbolic dim's value")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from kiln.cli import commands
+
+    try:
+        return commands.COMMANDS[args.command](args)
+    except KilnError as e:
+        print(f"kiln {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        # NOTE: the runtime's input checks raise ValueError/TypeError naming the input
+        print(f"kiln {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+def run() -> None:
+    """The console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()
+
+
+__all__ = ["main", "parser", "run"]

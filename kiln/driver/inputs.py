@@ -1,0 +1,191 @@
+"""What `kiln.compile` accepts, and how a compiled model takes its inputs.
+
+`as_ir_module(obj, example_args, ...)` turns any accepted model into a relax `IRModule`:
+
+- an `IRModule` (R.functions) as it is;
+- a path to an ``.onnx`` file, ONNX bytes or an ``onnx.ModelProto`` (`from_onnx`; keywords
+  ``shape_dict``, ``dtype_dict``, ``opset``);
+- a ``torch.export.ExportedProgram`` (`from_exported_program`);
+- a ``torch.nn.Module`` with ``example_args`` (exported with ``torch.export``, keyword
+  ``dynamic_shapes``, then imported).
+
+`InputSpec` records each parameter of ``main`` (its model name, dtype and dims);
+`arrange_inputs` maps positional and keyword inputs onto the parameters and checks dtype and
+shape, naming the input in a `FrontendError` when one does not fit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kiln.errors import FrontendError, KilnError
+from kiln.ir.module import IRModule
+from kiln.relax.expr import Function
+from kiln.relax.frontend.common import ident
+from kiln.relax.struct_info import TensorStructInfo
+from kiln.tir.expr import IntImm
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input of a model: its name, dtype and dims (ints, or names of symbolic dims)."""
+
+    name: str
+    dtype: str
+    dims: tuple[int | str, ...] | None
+
+    def describe(self) -> str:
+        if self.dims is None:
+            return f"{self.name}: {self.dtype}"
+        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+
+
+def _is_onnx(obj: Any) -> bool:
+    return type(obj).__module__.startswith("onnx") and type(obj).__name__ == "ModelProto"
+
+
+def _is_torch(obj: Any, name: str) -> bool:
+    for cls in type(obj).__mro__:
+        if cls.__module__.startswith("torch") and cls.__name__ == name:
+            return True
+    return False
+
+
+def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule:
+    """The relax module of any model `kiln.compile` accepts (see the module docstring)."""
+    if isinstance(obj, IRModule):
+        _no_extra(options, "an IRModule")
+        return obj
+    if isinstance(obj, (str, os.PathLike, bytes, bytearray)) or _is_onnx(obj):
+        from kiln.relax.frontend.onnx import from_onnx
+
+        known = {k: options.pop(k) for k in ("shape_dict", "dtype_dict", "opset") if k in options}
+        _no_extra(options, "an ONNX model")
+        return from_onnx(obj, **known)
+    if _is_torch(obj, "ExportedProgram"):
+        from kiln.relax.frontend.torch import from_exported_program
+
+        _no_extra(options, "an ExportedProgram")
+        return from_exported_program(obj)
+    if _is_torch(obj, "Module"):
+        if example_args is None:
+            raise FrontendError(
+                f"kiln.compile of a torch module ({type(obj).__name__}) needs example_args=(...) "
+                "to export it with torch.export"
+            )
+        from kiln.relax.frontend.torch import from_module
+
+        dynamic = options.pop("dynamic_shapes", None)
+        _no_extra(options, "a torch module")
+        return from_module(obj, example_args, dynamic)
+    raise KilnError(
+        f"kiln.compile takes an IRModule, an ONNX model (path, bytes or onnx.ModelProto), a "
+        f"torch.export.ExportedProgram or a torch.nn.Module with example_args; got "
+        f"{type(obj).__name__}"
+    )
+
+
+def _no_extra(options: Mapping[str, Any], what: str) -> None:
+    if options:
+        raise KilnError(f"kiln.compile of {what} takes no option(s) {sorted(options)}")
+
+
+def input_specs(mod: IRModule, entry: str = "main") -> list[InputSpec] | None:
+    """The inputs of ``mod[entry]`` (None when it is not a graph-level function)."""
+    func = next((f for gv, f in mod.items() if gv.name_hint == entry), None)
+    if not isinstance(func, Function):
+        return None
+    specs = []
+    for p in func.params:
+        s = p.struct_info_
+        if not isinstance(s, TensorStructInfo):
+            return None
+        dims = None
+        if s.dims is not None:
+            dims = tuple(d.value if isinstance(d, IntImm) else str(d) for d in s.dims)
+        specs.append(InputSpec(p.name_hint, str(s.dtype), dims))
+    return specs
+
+
+def arrange_inputs(
+    params: Sequence[str],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    specs: Sequence[InputSpec] | None = None,
+) -> list[Any]:
+    """Positional and named inputs as the positional list ``params`` asks for (checked)."""
+    if not kwargs:
+        values = list(args)
+    else:
+        values = _by_name(params, args, kwargs)
+    if len(values) != len(params):
+        raise FrontendError(
+            f"the model takes {len(params)} input(s) ({', '.join(params)}), got {len(values)}"
+        )
+    if specs is not None and len(specs) == len(values):
+        _check(specs, values)
+    return values
+
+
+def _by_name(params: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+    slots: dict[str, Any] = dict(zip(params, args))
+    for key, value in kwargs.items():
+        name = key if key in params else ident(key, "input")
+        if name not in params:
+            raise FrontendError(
+                f"the model has no input {key!r}; its inputs are {', '.join(params)}"
+            )
+        if name in slots:
+            raise FrontendError(f"input {key!r} is given twice (by position and by name)")
+        slots[name] = value
+    missing = [p for p in params if p not in slots]
+    if missing:
+        raise FrontendError(f"input(s) {', '.join(missing)} missing")
+    return [slots[p] for p in params]
+
+
+def _dtype_shape(value: Any) -> tuple[str, tuple[int, ...]] | None:
+    if isinstance(value, np.ndarray):
+        return ("bool" if value.dtype == np.bool_ else str(value.dtype)), value.shape
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return str(value.dtype).removeprefix("torch."), tuple(int(d) for d in value.shape)
+    return None
+
+
+def _check(specs: Sequence[InputSpec], values: Sequence[Any]) -> None:
+    bound: dict[str, tuple[int, str]] = {}
+    for spec, value in zip(specs, values):
+        got = _dtype_shape(value)
+        if got is None:
+            continue
+        dtype, shape = got
+        if dtype != spec.dtype:
+            raise FrontendError(
+                f"input {spec.name!r} must be {spec.dtype}, got {dtype} "
+                f"(expected {spec.describe()})"
+            )
+        if spec.dims is None:
+            continue
+        if len(shape) != len(spec.dims):
+            raise FrontendError(
+                f"input {spec.name!r} must have {len(spec.dims)} dims, got shape {shape} "
+                f"(expected {spec.describe()})"
+            )
+        for k, (want, have) in enumerate(zip(spec.dims, shape)):
+            if isinstance(want, int) and want != have:
+                raise FrontendError(
+                    f"input {spec.name!r} has shape {shape}: dim {k} must be {want} "
+                    f"(expected {spec.describe()})"
+                )
+            if isinstance(want, str) and want.isidentifier():
+                seen = bound.setdefault(want, (have, spec.name))
+                if seen[0] != have:
+                    raise FrontendError(
+                        f"input {spec.name!r} has {want} = {have} (dim {k}) but input "
+                        f"{seen[1]!r} has {want} = {seen[0]}"
+                    )

@@ -1,0 +1,130 @@
+"""`kiln.compile`'s cache of whole models: a model compiled before loads without compiling.
+
+The key (`model_key`) is a sha256 over the model's bytes (an ONNX file's content, ONNX bytes, or
+a serialized ``onnx.ModelProto``), the frontend options, target, exec mode, entry and external
+codegens, the C compiler's identity and flags (`model_flags`, and through
+`kiln.runtime.toolchain.cache_key` the compiler's version and, for ``-march=native``, the CPU),
+and `source_fingerprint`: a hash of every source file of the installed kiln, so a changed kiln
+never loads a library an older one compiled. Other model
+kinds (IRModules, torch) get no key: they compile as before, their kernels still cached by the C
+toolchain.
+
+An entry, in ``<KILN_CACHE_DIR>/models/``: ``kiln_model-<key>.so`` (the exported library, as
+``CompiledModel.export`` writes it), its ``.so.sha256`` digest, and ``.json`` (the entry function
+and the model's input specs). `lookup` returns an entry only when its digest matches and its
+``.json`` reads; anything else is a miss, and the caller compiles and `store`s a fresh entry
+over it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kiln import config
+from kiln.driver.inputs import InputSpec
+from kiln.driver.relax_build import model_flags
+from kiln.ir.target import Target
+from kiln.runtime.toolchain import cache_key, find_compiler, is_valid_entry, publish_entry
+
+FORMAT = "kiln-model-cache-1"
+"""Changes whenever the entry layout changes."""
+
+
+@functools.lru_cache(maxsize=1)
+def source_fingerprint() -> str:
+    """sha256 over the relative path and content of every ``.py``, ``.c`` and ``.h`` file of the
+    kiln package (memoized per process)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".c", ".h") and path.is_file():
+            h.update(str(path.relative_to(root)).encode() + b"\0")
+            h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _model_bytes(obj: Any) -> bytes | None:
+    """The bytes that define ``obj`` when it is an ONNX model, else None."""
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj)
+    if isinstance(obj, (str, os.PathLike)):
+        path = Path(obj)
+        return path.read_bytes() if path.is_file() else None
+    if type(obj).__name__ == "ModelProto" and type(obj).__module__.startswith("onnx"):
+        return obj.SerializeToString()
+    return None
+
+
+def model_key(
+    obj: Any,
+    target: Target,
+    exec_mode: str,
+    entry: str,
+    external_codegens: Sequence[str],
+    options: dict[str, Any],
+) -> str | None:
+    """The cache key of compiling ``obj`` so (see the module docstring); None when ``obj`` is
+    not a kind the cache keys, or when ``KILN_DEBUG`` is set."""
+    if config.load().debug > 0:  # NOTE: debugging asks to see the passes run: no cache
+        return None
+    data = _model_bytes(obj)
+    if data is None:
+        return None
+    parts = [
+        FORMAT,
+        source_fingerprint(),
+        hashlib.sha256(data).hexdigest(),
+        repr(sorted(options.items())),
+        str(target),
+        exec_mode,
+        entry,
+        repr(tuple(external_codegens)),
+    ]
+    return cache_key("\n".join(parts), model_flags(target), tuple(find_compiler()))
+
+
+def entry_path(key: str) -> Path:
+    return config.load().cache_dir / "models" / f"kiln_model-{key[:40]}.so"
+
+
+def lookup(key: str) -> tuple[Path, list[InputSpec] | None] | None:
+    """(library, input specs) of the valid entry for ``key``, or None."""
+    lib = entry_path(key)
+    if not is_valid_entry(lib):
+        return None
+    try:
+        meta = json.loads(lib.with_suffix(".json").read_text())
+        specs = meta["inputs"]
+        inputs = None if specs is None else [
+            InputSpec(s["name"], s["dtype"], None if s["dims"] is None else tuple(s["dims"]))
+            for s in specs
+        ]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return lib, inputs
+
+
+def store(key: str, export: Any, inputs: list[InputSpec] | None) -> Path:
+    """Write the entry for ``key``: ``export(path)`` writes the library; returns its path."""
+    lib = entry_path(key)
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    specs = None if inputs is None else [
+        {"name": s.name, "dtype": s.dtype, "dims": None if s.dims is None else list(s.dims)}
+        for s in inputs
+    ]  # fmt: skip
+    meta = lib.with_suffix(".json")
+    fd, tmp = tempfile.mkstemp(dir=lib.parent, prefix=f".{meta.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({"format": FORMAT, "inputs": specs}, f)
+    os.replace(tmp, meta)  # NOTE: before the library: a valid library always has its .json
+    with tempfile.TemporaryDirectory(dir=lib.parent) as work:
+        built = export(Path(work) / "model.so")
+        publish_entry(Path(built), lib)
+    return lib

@@ -1,0 +1,331 @@
+"""Element-wise ONNX operators: math, activations, comparisons, logic, ``Cast``, ``Clip``,
+``Where`` and the variadic ``Max Min Sum Mean``.
+
+Activations without a relax operator of their own (``LeakyRelu``, ``Elu``, ``HardSigmoid``...)
+are written with the element-wise operators; scalars become constants of the operand's dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln.errors import FrontendError
+from kiln.relax import op as R
+from kiln.relax.expr import Expr
+from kiln.relax.frontend.onnx import values as V
+from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dtype, ndim
+
+UNARY = {
+    "Abs": R.abs,
+    "Neg": R.negative,
+    "Exp": R.exp,
+    "Log": R.log,
+    "Sqrt": R.sqrt,
+    "Tanh": R.tanh,
+    "Sigmoid": R.sigmoid,
+    "Erf": R.erf,
+    "Sin": R.sin,
+    "Cos": R.cos,
+    "Tan": R.tan,
+    "Asin": R.asin,
+    "Acos": R.acos,
+    "Atan": R.atan,
+    "Sinh": R.sinh,
+    "Cosh": R.cosh,
+    "Asinh": R.asinh,
+    "Acosh": R.acosh,
+    "Atanh": R.atanh,
+    "Floor": R.floor,
+    "Ceil": R.ceil,
+    "Round": R.round,
+    "Relu": R.nn.relu,
+    "IsNaN": R.isnan,
+    "Not": R.logical_not,
+    "BitwiseNot": R.bitwise_not,
+}
+
+BINARY = {
+    "Add": R.add,
+    "Sub": R.subtract,
+    "Mul": R.multiply,
+    "Equal": R.equal,
+    "Less": R.less,
+    "Greater": R.greater,
+    "LessOrEqual": R.less_equal,
+    "GreaterOrEqual": R.greater_equal,
+    "And": R.logical_and,
+    "Or": R.logical_or,
+    "Xor": lambda a, b: R.not_equal(R.astype(a, "int8"), R.astype(b, "int8")),
+    "BitwiseAnd": R.bitwise_and,
+    "BitwiseOr": R.bitwise_or,
+    "BitwiseXor": R.bitwise_xor,
+}
+
+
+def scalar(value: float, like: Any) -> Expr:
+    """A 0-d constant of ``like``'s dtype."""
+    from kiln.relax.expr import const
+
+    return const(np.array(value, dtype=np.dtype(dtype(like))))
+
+
+@converter(*UNARY)
+def _unary(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    return ctx.emit(UNARY[node.op_type](ctx.tensor(ins, 0)))
+
+
+@converter(*BINARY)
+def _binary(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    return ctx.emit(BINARY[node.op_type](a, b))
+
+
+@converter("Div")
+def _div(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    if _is_float(a):
+        return ctx.emit(R.divide(a, b))
+    return ctx.emit(trunc_divide(ctx, a, b))
+
+
+def trunc_divide(ctx: Ctx, a: Expr, b: Expr) -> Expr:
+    """Integer division rounding toward zero (C's ``/``), from floor division."""
+    q = ctx.emit(R.floor_divide(a, b))
+    r = ctx.emit(R.subtract(a, R.multiply(q, b)))
+    zero = scalar(0, a)
+    signs = R.not_equal(R.astype(R.less(a, zero), "int8"), R.astype(R.less(b, zero), "int8"))
+    inexact = R.logical_and(R.not_equal(r, zero), signs)
+    return R.add(q, R.astype(ctx.emit(inexact), dtype(a)))
+
+
+def _is_float(e: Expr) -> bool:
+    return dtype(e).startswith(("float", "bfloat"))
+
+
+@converter("Mod")
+def _mod(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    if node.attrs.get("fmod", 0):
+        if _is_float(a):
+            q = ctx.emit(R.divide(a, b))
+            t = ctx.emit(R.where(R.less(q, scalar(0, q)), R.ceil(q), R.floor(q)))
+        else:
+            t = ctx.emit(trunc_divide(ctx, a, b))
+        return ctx.emit(R.subtract(a, R.multiply(t, b)))
+    q = ctx.emit(R.floor_divide(a, b))
+    return ctx.emit(R.subtract(a, R.multiply(q, b)))
+
+
+@converter("Pow")
+def _pow(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    a = ctx.tensor(ins, 0)
+    b = ctx.expr(ins[1], dtype(a) if V.is_const(ins[1]) else None)
+    if dtype(b) != dtype(a):
+        b = ctx.emit(R.astype(b, dtype(a)))
+    if _is_float(a):
+        return ctx.emit(R.power(a, b))
+    af = ctx.emit(R.astype(a, "float64"))
+    out = R.power(af, R.astype(b, "float64"))
+    return ctx.emit(R.astype(R.round(out), dtype(a)))
+
+
+@converter("Max", "Min", "Sum", "Mean")
+def _variadic(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    fn = {"Max": R.maximum, "Min": R.minimum, "Sum": R.add, "Mean": R.add}[node.op_type]
+    items = [ctx.expr(v) for v in ins if v is not None]
+    out = items[0]
+    for x in items[1:]:
+        out = ctx.emit(fn(out, x))
+    if node.op_type == "Mean" and len(items) > 1:
+        out = ctx.emit(R.divide(out, scalar(len(items), out)))
+    elif len(items) == 1:
+        out = ctx.emit(R.add(out, scalar(0, out))) if dtype(out) != "bool" else out
+    return out
+
+
+@converter("Reciprocal")
+def _reciprocal(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    return ctx.emit(R.divide(scalar(1, x), x))
+
+
+@converter("Sign")
+def _sign(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    one, zero = scalar(1, x), scalar(0, x)
+    neg = R.where(R.less(x, zero), R.negative(one), zero) if dtype(x)[0] != "u" else zero
+    return ctx.emit(R.where(R.greater(x, zero), one, neg))
+
+
+@converter("IsInf")
+def _isinf(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    pos = R.equal(x, scalar(np.inf, x))
+    neg = R.equal(x, scalar(-np.inf, x))
+    if not node.attrs.get("detect_positive", 1):
+        return ctx.emit(neg)
+    if not node.attrs.get("detect_negative", 1):
+        return ctx.emit(pos)
+    return ctx.emit(R.logical_or(pos, neg))
+
+
+@converter("Softplus")
+def _softplus(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    return ctx.emit(softplus(x))
+
+
+def softplus(x: Expr) -> Expr:
+    # NOTE: max(x, 0) + log(1 + exp(-|x|)) does not overflow for large |x|
+    return R.add(R.nn.relu(x), R.log(R.add(scalar(1, x), R.exp(R.negative(R.abs(x))))))
+
+
+@converter("Softsign")
+def _softsign(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    return ctx.emit(R.divide(x, R.add(scalar(1, x), R.abs(x))))
+
+
+@converter("Mish")
+def _mish(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    return ctx.emit(R.multiply(x, R.tanh(softplus(x))))
+
+
+@converter("Swish")
+def _swish(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    alpha = scalar(node.attrs.get("alpha", 1.0), x)
+    return ctx.emit(R.multiply(x, R.sigmoid(R.multiply(alpha, x))))
+
+
+@converter("HardSigmoid", "HardSwish")
+def _hard_sigmoid(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    swish = node.op_type == "HardSwish"
+    alpha = 1 / 6 if swish else node.attrs.get("alpha", 0.2)
+    beta = 0.5 if swish else node.attrs.get("beta", 0.5)
+    lin = R.add(R.multiply(x, scalar(alpha, x)), scalar(beta, x))
+    hs = R.minimum(R.maximum(lin, scalar(0, x)), scalar(1, x))
+    return ctx.emit(R.multiply(x, hs) if swish else hs)
+
+
+@converter("LeakyRelu")
+def _leaky(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    alpha = scalar(node.attrs.get("alpha", 0.01), x)
+    return ctx.emit(R.where(R.less(x, scalar(0, x)), R.multiply(x, alpha), x))
+
+
+@converter("PRelu")
+def _prelu(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x, slope = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    return ctx.emit(R.where(R.less(x, scalar(0, x)), R.multiply(x, slope), x))
+
+
+@converter("Elu", "Selu", "Celu")
+def _elu(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    op = node.op_type
+    default = {"Elu": 1.0, "Selu": 1.67326319217681884765625, "Celu": 1.0}[op]
+    alpha = node.attrs.get("alpha", default)
+    a = scalar(alpha, x)
+    if op == "Celu":
+        neg = R.multiply(a, R.subtract(R.exp(R.divide(x, a)), scalar(1, x)))
+        return ctx.emit(R.add(R.nn.relu(x), R.minimum(scalar(0, x), neg)))
+    neg = R.multiply(a, R.subtract(R.exp(x), scalar(1, x)))
+    out = R.where(R.greater(x, scalar(0, x)), x, neg)
+    if op == "Selu":
+        out = R.multiply(scalar(node.attrs.get("gamma", 1.05070102214813232421875), x), out)
+    return ctx.emit(out)
+
+
+@converter("ThresholdedRelu")
+def _thresholded(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    alpha = scalar(node.attrs.get("alpha", 1.0), x)
+    return ctx.emit(R.where(R.greater(x, alpha), x, scalar(0, x)))
+
+
+@converter("Shrink")
+def _shrink(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    lam, bias = node.attrs.get("lambd", 0.5), node.attrs.get("bias", 0.0)
+    lo = R.where(R.less(x, scalar(-lam, x)), R.add(x, scalar(bias, x)), scalar(0, x))
+    return ctx.emit(R.where(R.greater(x, scalar(lam, x)), R.subtract(x, scalar(bias, x)), lo))
+
+
+@converter("Gelu")
+def _gelu(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    approx = node.attrs.get("approximate", "none")
+    return ctx.emit(R.nn.gelu_tanh(x) if approx == "tanh" else R.nn.gelu(x))
+
+
+@converter("Clip")
+def _clip(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    lo = ins[1] if len(ins) > 1 else node.attrs.get("min")
+    hi = ins[2] if len(ins) > 2 else node.attrs.get("max")
+    out = x
+    for bound, fn in ((lo, R.maximum), (hi, R.minimum)):
+        if bound is None:
+            continue
+        b = ctx.expr(np.asarray(bound, dtype=dtype(x)) if not isinstance(bound, Expr) else bound)
+        out = ctx.emit(fn(out, b))
+    return out if out is not x else ctx.emit(R.add(x, scalar(0, x)))
+
+
+@converter("Where")
+def _where(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    cond = ctx.tensor(ins, 0)
+    return ctx.emit(R.where(cond, ctx.tensor(ins, 1), ctx.tensor(ins, 2)))
+
+
+@converter("Cast", "CastLike")
+def _cast(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    if node.op_type == "CastLike" and V.is_const(ins[0]):
+        return ins[0].astype(np.dtype(dtype(ins[1] if V.is_const(ins[1]) else ctx.expr(ins[1]))))
+    x = ctx.tensor(ins, 0)
+    if node.op_type == "CastLike":
+        to = dtype(ins[1]) if not isinstance(ins[1], Expr) else dtype(ctx.tensor(ins, 1))
+    else:
+        to = V.onnx_dtype(node.attrs["to"], "Cast")
+    if to == dtype(x):
+        return x
+    if to == "bool":
+        return ctx.emit(R.not_equal(x, scalar(0, x)))
+    if dtype(x) == "bool":
+        return ctx.emit(R.astype(x, to))
+    return ctx.emit(R.astype(x, to))
+
+
+@converter("Identity")
+def _identity(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    return ins[0]
+
+
+@converter("Dropout")
+def _dropout(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    if len(ins) > 2 and ins[2] is not None:
+        training = ctx.const(ins[2], "Dropout's training_mode")
+        if bool(training.reshape(-1)[0]):
+            has_ratio = len(ins) > 1 and ins[1] is not None
+            ratio = ctx.const(ins[1], "Dropout's ratio") if has_ratio else np.float32(0.5)
+            zero = float(np.asarray(ratio).reshape(-1)[0]) == 0.0
+        if bool(training.reshape(-1)[0]) and not zero:
+            raise FrontendError("Dropout in training mode is not supported (it is random)")
+    x = ctx.tensor(ins, 0)
+    if len(node.outputs) > 1 and node.outputs[1]:
+        mask = ctx.emit(R.ones_like(x, "bool") if ndim(x) >= 0 else x)
+        return [x, mask]
+    return [x]
+
+
+@converter("BitShift")
+def _bit_shift(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    fn = R.left_shift if node.attrs["direction"] == "LEFT" else R.right_shift
+    return ctx.emit(fn(a, b))

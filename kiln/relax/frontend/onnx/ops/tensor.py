@@ -1,0 +1,254 @@
+"""Data movement: ``Transpose Flatten Squeeze Unsqueeze Concat Split Slice Gather Tile Trilu Pad
+OneHot DepthToSpace SpaceToDepth``.
+
+Axes, splits, slice bounds and pads must be known at import time (attributes, constants, or
+symbolic dims for slice bounds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln.errors import FrontendError
+from kiln.relax import op as R
+from kiln.relax.expr import PrimValue, ShapeExpr, const
+from kiln.relax.frontend.common import ident
+from kiln.relax.frontend.onnx import values as V
+from kiln.relax.frontend.onnx.ops import (
+    Ctx,
+    Node,
+    converter,
+    dim_values,
+    dtype,
+    ndim,
+    static_dims,
+)
+from kiln.relax.frontend.onnx.ops.shape import as_dim, shape_input
+from kiln.tir.expr import IntImm, Max, Min, PrimExpr
+
+
+def axes_of(ctx: Ctx, node: Node, ins: list[Any], index: int, name: str = "axes") -> Any:
+    """An axes list from the attribute (older opsets) or the input ``index`` (None if absent)."""
+    if name in node.attrs:
+        return list(node.attrs[name])
+    if len(ins) > index and ins[index] is not None:
+        return ctx.ints(ins[index], f"{node.op_type}'s {name}")
+    return None
+
+
+@converter("Transpose")
+def _transpose(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    perm = node.attrs.get("perm")
+    return ctx.emit(R.permute_dims(x, list(perm) if perm is not None else None))
+
+
+def _product(items: list[Any]) -> Any:
+    out: Any = 1
+    for d in items:
+        out = out * d
+    return out
+
+
+@converter("Flatten")
+def _flatten(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    d = dim_values(x)
+    axis = node.attrs.get("axis", 1)
+    axis = axis + len(d) if axis < 0 else axis
+    shape = [_product(d[:axis]), _product(d[axis:])]
+    return ctx.emit(R.reshape(x, ShapeExpr([as_dim(v) for v in shape])))
+
+
+@converter("Squeeze")
+def _squeeze(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axes = axes_of(ctx, node, ins, 1)
+    if axes is None:
+        axes = [k for k, e in enumerate(dim_values(x)) if not isinstance(e, PrimExpr) and e == 1]
+    n = ndim(x)
+    return ctx.emit(R.squeeze(x, sorted(a % n for a in axes)))
+
+
+@converter("Unsqueeze")
+def _unsqueeze(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axes = axes_of(ctx, node, ins, 1)
+    rank = ndim(x) + len(axes)
+    return ctx.emit(R.expand_dims(x, sorted(a % rank for a in axes)))
+
+
+@converter("Concat")
+def _concat(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    parts = [ctx.expr(v) for v in ins if v is not None]
+    return ctx.emit(R.concat(parts, node.attrs["axis"]))
+
+
+@converter("Split")
+def _split(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axis = node.attrs.get("axis", 0) % ndim(x)
+    sizes = axes_of(ctx, node, ins, 1, "split")
+    count = len(node.outputs)
+    n = dim_values(x)[axis]
+    if sizes is None and isinstance(n, PrimExpr):
+        out = ctx.emit(R.split(x, count, axis))
+    else:
+        if sizes is None:
+            chunk = -(-n // count)
+            sizes = [chunk] * (count - 1) + [n - chunk * (count - 1)]
+        if len(sizes) == 1:
+            return [x]
+        cuts = list(np.cumsum(sizes[:-1]).tolist())
+        out = ctx.emit(R.split(x, cuts, axis))
+    return [ctx.emit(out[k], ident(node.outputs[k], "lv")) for k in range(count)]
+
+
+def _clamp(v: Any, n: Any, step: int) -> Any:
+    """A Python-slice bound on an axis of extent ``n`` (ints or `tir` expressions)."""
+    if isinstance(v, PrimExpr) or isinstance(n, PrimExpr):
+        v = as_dim(v)
+        return Min(Max(v, IntImm("int64", 0)), as_dim(n))
+    return v
+
+
+@converter("Slice")
+def _slice(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    starts = _bounds(ctx, node, ins, "starts", 1)
+    ends = _bounds(ctx, node, ins, "ends", 2)
+    axes = axes_of(ctx, node, ins, 3) or list(range(len(starts)))
+    steps = axes_of(ctx, node, ins, 4, "steps") or [1] * len(starts)
+    n = ndim(x)
+    axes = [a % n for a in axes]
+    if all(not isinstance(v, PrimExpr) for v in (*starts, *ends)):
+        big = 2**62
+        starts = [max(min(int(s), big), -big) for s in starts]
+        ends = [max(min(int(e), big), -big) for e in ends]
+        return ctx.emit(R.strided_slice(x, axes, starts, ends, steps))
+    out = x
+    sizes = dim_values(x)
+    for a, b, e, s in zip(axes, starts, ends, steps):
+        if s != 1:
+            raise FrontendError("a Slice with symbolic bounds needs step 1")
+        lo, hi = _clamp(b, sizes[a], s), _clamp(e, sizes[a], s)
+        idx = ctx.emit(R.arange(PrimValue(as_dim(lo)), PrimValue(as_dim(hi)), 1, "int64"))
+        out = ctx.emit(R.take(out, idx, a))
+    return out
+
+
+def _bounds(ctx: Ctx, node: Node, ins: list[Any], name: str, index: int) -> list[Any]:
+    if name in node.attrs:
+        return list(node.attrs[name])
+    return shape_input(ctx, ins[index], f"Slice's {name}")
+
+
+@converter("Gather")
+def _gather(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    axis = node.attrs.get("axis", 0) % ndim(x)
+    idx = ins[1]
+    extent = dim_values(x)[axis]
+    if V.is_const(idx):
+        idx = idx.astype(np.int64)
+        if (idx < 0).any():
+            if isinstance(extent, PrimExpr):
+                raise FrontendError("negative Gather indices on a symbolic axis")
+            idx = np.where(idx < 0, idx + extent, idx)
+        return ctx.emit(R.take(x, ctx.expr(idx), axis))
+    ie = ctx.expr(idx)
+    if not isinstance(extent, PrimExpr):
+        zero = const(np.array(0, dtype(ie)))
+        fixed = R.add(ie, const(np.array(extent, dtype(ie))))
+        ie = ctx.emit(R.where(R.less(ie, zero), fixed, ie))
+    return ctx.emit(R.take(x, ie, axis))
+
+
+@converter("Tile")
+def _tile(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    reps = ctx.ints(ins[1], "Tile's repeats")
+    d = dim_values(x)
+    inter = ctx.emit(R.expand_dims(x, list(range(0, 2 * len(d), 2))))
+    wide = []
+    for r, e in zip(reps, d):
+        wide += [r, e]
+    b = ctx.emit(R.broadcast_to(inter, ShapeExpr([as_dim(v) for v in wide])))
+    return ctx.emit(R.reshape(b, ShapeExpr([as_dim(r * e) for r, e in zip(reps, d)])))
+
+
+@converter("Trilu")
+def _trilu(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    k = ctx.ints(ins[1], "Trilu's k")[0] if len(ins) > 1 and ins[1] is not None else 0
+    rows, cols = dim_values(x)[-2:]
+    r = ctx.emit(R.arange(PrimValue(as_dim(0)), PrimValue(as_dim(rows)), 1, "int64"))
+    c = ctx.emit(R.arange(PrimValue(as_dim(0)), PrimValue(as_dim(cols)), 1, "int64"))
+    diff = ctx.emit(R.subtract(R.expand_dims(c, [0]), R.expand_dims(r, [1])))
+    kk = const(np.array(k, "int64"))
+    keep = R.greater_equal(diff, kk) if node.attrs.get("upper", 1) else R.less_equal(diff, kk)
+    zero = const(np.zeros((), dtype=np.dtype(dtype(x))))
+    return ctx.emit(R.where(ctx.emit(keep), x, zero))
+
+
+@converter("Pad")
+def _pad(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    mode = node.attrs.get("mode", "constant")
+    if mode != "constant":
+        raise FrontendError(f"Pad mode {mode!r} is not supported (only 'constant')")
+    pads = list(node.attrs["pads"]) if "pads" in node.attrs else ctx.ints(ins[1], "Pad's pads")
+    value = node.attrs.get("value", 0.0)
+    if len(ins) > 2 and ins[2] is not None:
+        value = ctx.const(ins[2], "Pad's constant_value").reshape(-1)[0].item()
+    n = ndim(x)
+    axes = axes_of(ctx, node, ins, 3) or list(range(n))
+    k = len(axes)
+    width = [0] * (2 * n)
+    for i, a in enumerate(axes):
+        width[2 * (a % n)] = pads[i]
+        width[2 * (a % n) + 1] = pads[i + k]
+    if any(w < 0 for w in width):
+        raise FrontendError("negative pads are not supported")
+    return ctx.emit(R.nn.pad(x, width, value))
+
+
+@converter("OneHot")
+def _one_hot(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    idx = ctx.tensor(ins, 0)
+    depth = int(ctx.const(ins[1], "OneHot's depth").reshape(-1)[0])
+    values = ctx.const(ins[2], "OneHot's values")
+    axis = node.attrs.get("axis", -1) % (ndim(idx) + 1)
+    idx = ctx.emit(R.astype(idx, "int64")) if dtype(idx) != "int64" else idx
+    neg = R.less(idx, const(np.array(0, "int64")))
+    idx = ctx.emit(R.where(neg, R.add(idx, const(np.array(depth, "int64"))), idx))
+    shape = [1] * (ndim(idx) + 1)
+    shape[axis] = depth
+    rng = const(np.arange(depth, dtype="int64").reshape(shape))
+    hit = ctx.emit(R.equal(R.expand_dims(idx, [axis]), rng))
+    return ctx.emit(R.where(hit, const(values[1]), const(values[0])))
+
+
+@converter("DepthToSpace", "SpaceToDepth")
+def _depth_space(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    d = static_dims(x)
+    if d is None or len(d) != 4:
+        raise FrontendError(f"{node.op_type} needs a 4-D tensor of constant shape")
+    b = node.attrs["blocksize"]
+    n, c, h, w = d
+    if node.op_type == "SpaceToDepth":
+        t = R.reshape(x, [n, c, h // b, b, w // b, b])
+        crd = node.attrs.get("mode", "DCR") == "CRD"  # opset 28
+        t = R.permute_dims(ctx.emit(t), [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
+        return ctx.emit(R.reshape(ctx.emit(t), [n, c * b * b, h // b, w // b]))
+    if node.attrs.get("mode", "DCR") == "DCR":
+        t = R.reshape(x, [n, b, b, c // (b * b), h, w])
+        perm = [0, 3, 4, 1, 5, 2]
+    else:
+        t = R.reshape(x, [n, c // (b * b), b, b, h, w])
+        perm = [0, 1, 4, 2, 5, 3]
+    t = R.permute_dims(ctx.emit(t), perm)
+    return ctx.emit(R.reshape(ctx.emit(t), [n, c // (b * b), h * b, w * b]))
