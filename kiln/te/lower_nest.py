@@ -137,6 +137,11 @@ def _loops(stage: Stage, sl: StageLoops) -> list[Loop]:
 def build_stage(state: LowerState, stage: Stage) -> Stmt:
     """The complete nest of ``stage``, with the stages computed at its loops inside."""
     sl = state.loops[stage]
+    if any(is_const_int(ext, 0) for _, ext in sl.region):
+        # NOTE: an empty region computes nothing: no loop nest, so no index arithmetic over a
+        # zero extent (fused loops would divide by it) and no constant indices into empty
+        # buffers reach the verifier.
+        return seq()
     buf = state.buffers[stage]
     body = state.bodies[stage]
     op = stage.op
