@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,38 @@ LIBS = ("kiln", "numpy", "torch", "onnxruntime")
 ROUNDS = 5
 ALL_CASES = ("matmul", "conv2d", "fused", "softmax", "layer_norm")
 MATMULS = ((64, 256, 512), (512, 512, 512), (1024, 1024, 1024))
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A square 2-D convolution of batch 1: ``c x h x h`` input, ``o`` ``k x k`` filters."""
+
+    name: str
+    c: int
+    h: int
+    o: int
+    k: int
+    stride: int = 1
+    pad: int = 0
+    groups: int = 1
+
+    @property
+    def flops(self) -> float:
+        out = (self.h + 2 * self.pad - self.k) // self.stride + 1
+        return 2.0 * self.o * (self.c // self.groups) * self.k * self.k * out * out
+
+
+CONVS = (
+    Conv("conv2d 1x64x56x56 k3x3x64 p1", 64, 56, 64, 3, pad=1),
+    Conv("conv2d 1x256x56x56 k1x1x64", 256, 56, 64, 1),
+    Conv("conv2d 1x128x28x28 k3x3x128 p1", 128, 28, 128, 3, pad=1),
+    Conv("conv2d 1x64x56x56 k3x3x128 s2 p1", 64, 56, 128, 3, stride=2, pad=1),
+    Conv("depthwise 1x128x56x56 k3x3 p1", 128, 56, 128, 3, pad=1, groups=128),
+    Conv("depthwise 1x256x56x56 k3x3 s2 p1", 256, 56, 256, 3, stride=2, pad=1, groups=256),
+    Conv("grouped 1x128x28x28 k3x3x128 g4 p1", 128, 28, 128, 3, pad=1, groups=4),
+)
+"""The convolutions of ``--cases conv2d``: ResNet's 3x3, 1x1 and strided 3x3, MobileNet's
+depthwise 3x3 (stride 1 and 2), a grouped 3x3."""
 Bench = tuple[str, float, Callable[[], Any]]
 """A benchmark in a worker: its name, FLOP count (0: report times only) and the timed call."""
 
@@ -84,19 +117,35 @@ def kiln_matmul(a: Any, b: Any) -> Callable[[], Any]:
     return call
 
 
-def kiln_conv(x: Any, w: Any) -> Callable[[], Any]:
-    """kiln's conv2d (padding 1), checked against im2col + numpy."""
+def kiln_conv(x: Any, w: Any, conv: Conv) -> Callable[[], Any]:
+    """kiln's channel-blocked conv2d (`kiln.topi.x86.conv2d_nchwc`, the kernel a model runs
+    between the layout transforms at its boundary) on blocked data with a filter packed
+    beforehand (a model's weights are packed at compile time), checked against numpy."""
     import numpy as np
 
     from kiln import te
+    from kiln.ir import Target
+    from kiln.relax.transform.alter_op_layout import channel_block
     from kiln.topi import x86
+    from kiln.topi.layout import transform_array
 
-    xt, wt = te.placeholder(x.shape, name="x"), te.placeholder(w.shape, name="w")
-    yt = x86.conv2d_nchw(xt, wt, 1, 1, target=TARGET)
-    call, (out,) = kiln_call(x86.schedule_conv2d_nchw(yt, TARGET), [xt, wt], [yt], [x, w])
+    target = Target(TARGET)
+    cg, og = conv.c // conv.groups, conv.o // conv.groups
+    if cg == og == 1:
+        cb = ob = channel_block(conv.c, target, x.dtype)
+        ki = 1
+    else:
+        cb = ki = channel_block(cg, target, x.dtype)
+        ob = channel_block(og, target, x.dtype)
+    xb = transform_array(x, "NCHW", f"NCHW{cb}c")
+    wb = transform_array(w, "OIHW", f"OIHW{ki}i{ob}o")
+    xt, wt = te.placeholder(xb.shape, name="x"), te.placeholder(wb.shape, name="w")
+    yt = x86.conv2d_nchwc(xt, wt, conv.stride, conv.pad, 1, conv.groups, target=TARGET)
+    sch = x86.schedule_conv2d_nchwc(yt, TARGET)
+    call, (out,) = kiln_call(sch, [xt, wt], [yt], [xb, wb])
     call()
-    want = im2col_conv(x, w)().reshape(out.shape)
-    np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
+    want = transform_array(numpy_conv(x, w, conv)(), "NCHW", f"NCHW{ob}c")
+    np.testing.assert_allclose(out, want, rtol=2e-3, atol=2e-3)
     return call
 
 
@@ -140,6 +189,26 @@ def im2col_conv(x: Any, w: Any) -> Callable[[], Any]:
     return run
 
 
+def numpy_conv(x: Any, w: Any, conv: Conv) -> Callable[[], Any]:
+    """Any convolution of `CONVS` in numpy (sliding windows and one einsum per call); only
+    the 3x3 case is timed with it (`im2col_conv` is numpy's faster way there)."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    k, s, p, g = conv.k, conv.stride, conv.pad, conv.groups
+    wg = w.reshape(g, conv.o // g, conv.c // g, k, k)
+
+    def run() -> Any:
+        xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+        win = sliding_window_view(xp, (k, k), axis=(2, 3))[:, :, ::s, ::s]
+        n, _, oh, ow = win.shape[:4]
+        win = win.reshape(n, g, conv.c // g, oh, ow, k, k)
+        y = np.einsum("ngchwyx,gocyx->ngohw", win, wg, optimize=True)
+        return y.reshape(n, conv.o, oh, ow)
+
+    return run
+
+
 def numpy_row_op(case: str, x: Any) -> Callable[[], Any]:
     """numpy's fused-case expression, softmax or layer_norm over the last axis."""
     import numpy as np
@@ -161,9 +230,11 @@ def numpy_row_op(case: str, x: Any) -> Callable[[], Any]:
     return layer_norm
 
 
-def torch_call(case: str, arrays: list[Any]) -> Callable[[], Any]:
-    """PyTorch's call for ``case`` on ``arrays``."""
+def torch_call(case: str, arrays: list[Any], conv: Conv | None = None) -> Callable[[], Any]:
+    """PyTorch's call for ``case`` on ``arrays`` (``conv``: the convolution's parameters)."""
     import torch
+
+    c = conv or CONVS[0]
 
     t = [torch.from_numpy(a) for a in arrays]
     f = torch.nn.functional
@@ -171,7 +242,7 @@ def torch_call(case: str, arrays: list[Any]) -> Callable[[], Any]:
         out = torch.empty(arrays[0].shape[0], arrays[1].shape[1])
         return lambda: torch.mm(t[0], t[1], out=out)
     calls: dict[str, Callable[[], Any]] = {
-        "conv2d": lambda: f.conv2d(t[0], t[1], padding=1),
+        "conv2d": lambda: f.conv2d(t[0], t[1], stride=c.stride, padding=c.pad, groups=c.groups),
         "fused": lambda: torch.relu(t[0] * 1.5 - 0.25).sum(),
         "softmax": lambda: torch.softmax(t[0], 1),
         "layer_norm": lambda: f.layer_norm(t[0], (arrays[0].shape[1],)),
@@ -179,9 +250,11 @@ def torch_call(case: str, arrays: list[Any]) -> Callable[[], Any]:
     return calls[case]
 
 
-def ort_model(case: str, arrays: list[Any]) -> Any:
+def ort_model(case: str, arrays: list[Any], conv: Conv | None = None) -> Any:
     """A one-operator ONNX model (opset 17) computing ``case`` on inputs shaped like
-    ``arrays`` (the weights of matmul and conv2d are inputs, as in kiln's kernels)."""
+    ``arrays`` (the weights of matmul are inputs, as in kiln's kernel; a convolution's filter
+    is an initializer, so onnxruntime prepacks it for its NCHWc kernels, as kiln packs it at
+    compile time; its time includes the NCHW <-> NCHWc reorders around the one Conv)."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -192,7 +265,11 @@ def ort_model(case: str, arrays: list[Any]) -> Any:
     if case == "matmul":
         nodes = [helper.make_node("MatMul", names, ["y"])]
     elif case == "conv2d":
-        nodes = [helper.make_node("Conv", names, ["y"], pads=[1, 1, 1, 1])]
+        c = conv or CONVS[0]
+        inputs, inits = inputs[:1], [numpy_helper.from_array(arrays[1], "x1")]
+        pads = [c.pad] * 4
+        attrs = {"strides": [c.stride] * 2, "pads": pads, "group": c.groups}
+        nodes = [helper.make_node("Conv", names, ["y"], **attrs)]
     elif case == "softmax":
         nodes = [helper.make_node("Softmax", names, ["y"], axis=1)]
     elif case == "layer_norm":
@@ -216,7 +293,9 @@ def ort_model(case: str, arrays: list[Any]) -> Any:
 FUSED_CONSTS = (("a", 1.5), ("b", -0.25))
 
 
-def ort_call(case: str, arrays: list[Any], threads: int) -> Callable[[], Any]:
+def ort_call(
+    case: str, arrays: list[Any], threads: int, conv: Conv | None = None
+) -> Callable[[], Any]:
     """onnxruntime's session for ``case`` on ``threads`` intra-op threads (its defaults
     otherwise: spinning pool threads), run through an I/O binding (inputs bound once)."""
     import onnxruntime as ort
@@ -224,10 +303,10 @@ def ort_call(case: str, arrays: list[Any], threads: int) -> Callable[[], Any]:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    model = ort_model(case, arrays).SerializeToString()
+    model = ort_model(case, arrays, conv).SerializeToString()
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     binding = sess.io_binding()
-    for i, a in enumerate(arrays):
+    for i, a in enumerate(arrays[:1] if case == "conv2d" else arrays):
         binding.bind_cpu_input(f"x{i}", a)
     binding.bind_output("y", "cpu")
     return lambda: sess.run_with_iobinding(binding)
@@ -242,15 +321,20 @@ def numpy_matmul(a: Any, b: Any) -> Callable[[], Any]:
     return lambda: np.matmul(a, b, out=c)
 
 
-def _call(lib: str, case: str, arrays: list[Any], ref: Callable[[], Any] | None) -> Any:
+def _call(
+    lib: str, case: str, arrays: list[Any], ref: Callable[[], Any] | None, conv: Conv | None = None
+) -> Any:
     if lib == "onnxruntime":
-        return ort_call(case, arrays, int(os.environ["OMP_NUM_THREADS"]))
+        return ort_call(case, arrays, int(os.environ["OMP_NUM_THREADS"]), conv)
     if lib == "torch":
-        return torch_call(case, arrays)
+        return torch_call(case, arrays, conv)
     if case == "matmul":
         return (kiln_matmul if lib == "kiln" else numpy_matmul)(*arrays)
     if case == "conv2d":
-        return (kiln_conv if lib == "kiln" else im2col_conv)(*arrays)
+        assert conv is not None
+        if lib == "kiln":
+            return kiln_conv(*arrays, conv)
+        return im2col_conv(*arrays) if conv == CONVS[0] else None
     assert ref is not None
     return kiln_topi(case, arrays[0], ref) if lib == "kiln" else ref
 
@@ -273,11 +357,13 @@ def benches(lib: str, cases: list[str]) -> list[Bench]:
             a = rng.standard_normal((m, k), dtype="float32")
             b = rng.standard_normal((k, n), dtype="float32")
             out.append((f"matmul {m}x{n}x{k}", 2.0 * m * n * k, _call(lib, "matmul", [a, b], None)))
-    if "conv2d" in cases:
-        x = rng.standard_normal((1, 64, 56, 56), dtype="float32")
-        w = rng.standard_normal((64, 64, 3, 3), dtype="float32")
-        flops = 2.0 * 64 * 64 * 9 * 56 * 56
-        out.append(("conv2d 1x64x56x56 k3x3x64 p1", flops, _call(lib, "conv2d", [x, w], None)))
+    for conv in CONVS if "conv2d" in cases else ():
+        x = rng.standard_normal((1, conv.c, conv.h, conv.h), dtype="float32")
+        w = rng.standard_normal((conv.o, conv.c // conv.groups, conv.k, conv.k), dtype="float32")
+        w /= np.float32(np.sqrt(w[0].size))
+        call = _call(lib, "conv2d", [x, w], None, conv)
+        if call is not None:
+            out.append((conv.name, conv.flops, call))
     for case, (name, shape) in ROW_CASES.items():
         if case not in cases:
             continue

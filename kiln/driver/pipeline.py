@@ -3,27 +3,35 @@
 Graph level (`default_relax_pipeline`), from normalized relax functions to VM form:
 
 1. `Normalize` — struct info everywhere, A-normal form (hand-built modules may lack either);
-2. `PartitionForCompiler(name)` per external codegen the caller asks for (``dnnl``) — what it
+2. `FoldConstant(build)` — operator calls on constants only (weight-only subgraphs:
+   ``permute_dims(w)``, ``reshape(bias)``) evaluated at compile time, in numpy where that is
+   exact, else by their host kernel;
+3. `PartitionForCompiler(name)` per external codegen the caller asks for (``dnnl``) — what it
    supports becomes ``Compiler=<name>`` functions (left out when none is asked for);
-3. `FuseOps` — operator calls of dataflow blocks grouped into ``Primitive`` functions
+4. `AlterOpLayout(target)` — for a CPU target, convolutions and their neighbours in the
+   channel-blocked layouts of the CPU kernels (converted at the chain's boundary only), and
+   constant matmul weights as packed column panels;
+5. `FoldConstant(build)` again — the weight layouts of step 4 computed once, at compile time
+   (the kernels then read packed constants; nothing repacks a weight per call);
+6. `FuseOps` — operator calls of dataflow blocks grouped into ``Primitive`` functions
    (element-wise chains, an anchor with its epilogue, a reduction with its producers);
-4. `LowerTE(module_name, target)` — each primitive becomes one kernel scheduled for
+7. `LowerTE(module_name, target)` — each primitive becomes one kernel scheduled for
    ``target`` (equal ones shared), ``Compiler`` functions go to their codegen (C in the
    module's ``external_mods``, the function kept as ``Extern=1``), calls become
    ``call_lowered``, with a host shape function where the result shape is unknown;
-5. `LegalizeOps` — what LowerTE leaves (operators outside dataflow blocks, unknown shapes)
+8. `LegalizeOps` — what LowerTE leaves (operators outside dataflow blocks, unknown shapes)
    becomes ``call_tir`` of a TE-computed PrimFunc, one per operator;
-6. `LambdaLift` — local functions become module functions, capturing ones closures;
-7. `ToNonDataflow` — dataflow blocks become ordinary blocks;
-8. `CallShapeFunctions` — a ``call_lowered`` of unknown result shape first calls its host
-   shape function, whose results become fresh symbolic dims of its outputs;
-9. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
-   ``call_dps_packed``) get explicit output allocations and become kernel calls;
-10. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
-11. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
-12. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
+9. `LambdaLift` — local functions become module functions, capturing ones closures;
+10. `ToNonDataflow` — dataflow blocks become ordinary blocks;
+11. `CallShapeFunctions` — a ``call_lowered`` of unknown result shape first calls its host
+    shape function, whose results become fresh symbolic dims of its outputs;
+12. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
+    ``call_dps_packed``) get explicit output allocations and become kernel calls;
+13. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
+14. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
+15. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
     compound dims computed by shape functions, shapes made from the heap;
-13. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
+16. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
 
 ``Extern=1`` functions are kernels of the library (their C comes from ``external_mods``): the
 VM passes leave their bodies alone and calls reach their symbol. After the list
@@ -61,10 +69,12 @@ kernels -- and are left out, so its pipeline is 2 and 8-13.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass
+from kiln.tir.function import PrimFunc
 from kiln.tir.transform import (
     AnnotateDeviceRegions,
     BindTarget,
@@ -108,6 +118,13 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
     ]
 
 
+def host_kernel(prim: PrimFunc) -> Callable[..., Any]:
+    """``prim`` compiled for the host (the kernels `FoldConstant` runs at compile time)."""
+    from kiln.driver.build import build
+
+    return build(prim, target="c")["main"]
+
+
 def default_relax_pipeline(
     target: Target, *, external_codegens: Sequence[str] = (), module_name: str = "default"
 ) -> list[Pass]:
@@ -119,8 +136,12 @@ def default_relax_pipeline(
 
     return [
         relax_transform.Normalize(),
-        # ---- operators to kernels --------------------------------------------------------
+        # ---- weights and layouts ---------------------------------------------------------
+        relax_transform.FoldConstant(build=host_kernel),
         *(relax_transform.PartitionForCompiler(name) for name in external_codegens),
+        relax_transform.AlterOpLayout(target),
+        relax_transform.FoldConstant(build=host_kernel),
+        # ---- operators to kernels --------------------------------------------------------
         relax_transform.FuseOps(),
         relax_transform.LowerTE(module_name, target),
         relax_transform.LegalizeOps(),

@@ -85,6 +85,9 @@ def test_compile_refuses_what_it_cannot_compile() -> None:
         kiln.compile(MLP, entry="forward")
 
 
+WEIGHTS = ["fold-constant", "alter-op-layout", "fold-constant"]
+"""Weights folded, layouts chosen for the target, the new weight layouts folded."""
+
 VM_LOWERING = [
     "lambda-lift",
     "to-non-dataflow",
@@ -100,16 +103,27 @@ VM_LOWERING = [
 def test_the_relax_pipeline_is_one_visible_list() -> None:
     passes = default_relax_pipeline(Target("c"))
     names = [p.name for p in passes]
-    assert names == ["relax-normalize", "fuse-ops", "lower-te", "legalize-ops", *VM_LOWERING]
-    lower_te = passes[2]
-    assert (lower_te.module_name, str(lower_te.target)) == ("default", "c")
-    with_dnnl = default_relax_pipeline(Target("c"), external_codegens=["dnnl"])
-    assert [p.name for p in with_dnnl][:3] == [
+    assert names == [
         "relax-normalize",
+        *WEIGHTS,
+        "fuse-ops",
+        "lower-te",
+        "legalize-ops",
+        *VM_LOWERING,
+    ]
+    lower_te = passes[5]
+    assert (lower_te.module_name, str(lower_te.target)) == ("default", "c")
+    assert str(passes[2].target) == "c" and passes[1].build is not None
+    with_dnnl = default_relax_pipeline(Target("c"), external_codegens=["dnnl"])
+    assert [p.name for p in with_dnnl][:6] == [
+        "relax-normalize",
+        "fold-constant",
         "partition-for-compiler",
+        "alter-op-layout",
+        "fold-constant",
         "fuse-ops",
     ]
-    assert with_dnnl[1].compiler == "dnnl"
+    assert with_dnnl[2].compiler == "dnnl"
 
 
 def test_vm_form_prints_as_script_that_parses_back() -> None:

@@ -20,26 +20,25 @@ from kiln.relax.expr import Call
 from kiln.relax.op.registry import OpDef
 from kiln.tir.expr import IntImm
 
-CpuCompute = Callable[[Call, list[Any], bool], Any]
+CpuCompute = Callable[[Call, list[Any], bool, Target], Any]
 
 
 def _static(*tensors: Any) -> bool:
     return all(isinstance(d, (int, IntImm)) for t in tensors for d in t.shape)
 
 
-def _conv2d(call: Call, args: list[Any], epilogue: bool) -> Any:
+def _conv2d(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
     a = call.attrs
     data, weight = args
     if a["out_dtype"] is not None and str(a["out_dtype"]) != str(data.dtype):
         return None
     if not _static(data, weight):
         return None
-    return topi.x86.conv2d_nchw(
-        data, weight, a["strides"], a["padding"], a["dilation"], a["groups"]
-    )
+    make = topi.x86.conv2d_nchwc if data.ndim == 5 else topi.x86.conv2d_nchw
+    return make(data, weight, a["strides"], a["padding"], a["dilation"], a["groups"], target=target)
 
 
-def _matmul(call: Call, args: list[Any], epilogue: bool) -> Any:
+def _matmul(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
     a, b = args
     # NOTE: `schedule_for` fails on the packed matmul when its copy-out stage is itself an output
     # (the plain "matmul" schedule is applied to that copy); with an epilogue the copy is
@@ -48,12 +47,20 @@ def _matmul(call: Call, args: list[Any], epilogue: bool) -> Any:
         return None
     if str(call.struct_info.dtype) != str(a.dtype):
         return None
-    return topi.x86.matmul(a, b)
+    return topi.x86.matmul(a, b, target=target)
+
+
+def _matmul_packed(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
+    x, panels = args
+    if not _static(x, panels):
+        return None
+    return topi.x86.matmul_packed(x, panels, call.attrs["units"], target=target)
 
 
 CPU_COMPUTES: dict[str, CpuCompute] = {
     "relax.nn.conv2d": _conv2d,
     "relax.matmul": _matmul,
+    "relax.matmul_packed": _matmul_packed,
 }
 """operator name -> CPU compute (returns None where it does not apply)."""
 
@@ -64,7 +71,7 @@ def compute_for(
     """The TE value of ``call`` for ``target`` (see the module docstring); ``epilogue`` says
     that the call's value is read by other computes of the same PrimFunc."""
     fn = CPU_COMPUTES.get(rec.name) if target.device == "cpu" else None
-    out = fn(call, args, epilogue) if fn is not None else None
+    out = fn(call, args, epilogue, target) if fn is not None else None
     if out is None:
         assert rec.legalize is not None
         out = rec.legalize(call, args)

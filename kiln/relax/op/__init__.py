@@ -43,6 +43,7 @@ from kiln.relax.op.create import (
     zeros,
     zeros_like,
 )
+from kiln.relax.op.layout import layout_transform, matmul_packed
 from kiln.relax.op.linear_algebra import linear, matmul
 from kiln.relax.op.manipulate import (
     broadcast_to,

@@ -1,10 +1,12 @@
 """Graph-level passes, one per file (each maps an IRModule to an IRModule)."""
 
+from kiln.relax.transform.alter_op_layout import AlterOpLayout
 from kiln.relax.transform.attach_global_symbol import AttachGlobalSymbol
 from kiln.relax.transform.call_shape_functions import CallShapeFunctions
 from kiln.relax.transform.call_tir_rewrite import CallTIRRewrite
 from kiln.relax.transform.canonicalize_bindings import CanonicalizeBindings
 from kiln.relax.transform.dead_code_elimination import DeadCodeElimination
+from kiln.relax.transform.fold_constant import FoldConstant
 from kiln.relax.transform.fuse_ops import FuseOps
 from kiln.relax.transform.lambda_lift import LambdaLift
 from kiln.relax.transform.legalize_ops import LegalizeOps
@@ -17,12 +19,14 @@ from kiln.relax.transform.vm_builtin_lower import VMBuiltinLower
 from kiln.relax.transform.vm_shape_lower import VMShapeLower
 
 __all__ = [
+    "AlterOpLayout",
     "AttachGlobalSymbol",
     "CallShapeFunctions",
     "CallTIRRewrite",
     "CanonicalizeBindings",
     "ChainPattern",
     "DeadCodeElimination",
+    "FoldConstant",
     "FuseOps",
     "LambdaLift",
     "LegalizeOps",

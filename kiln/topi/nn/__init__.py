@@ -1,7 +1,9 @@
 """Neural-network operators: matrix products, convolution, softmax, normalization and pooling."""
 
 from kiln.topi.nn.conv2d import conv2d_nchw
+from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc
 from kiln.topi.nn.dense import batch_matmul, dense, matmul
+from kiln.topi.nn.dense_packed import matmul_packed
 from kiln.topi.nn.norm import batch_norm, layer_norm
 from kiln.topi.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from kiln.topi.nn.softmax import log_softmax, softmax
@@ -11,11 +13,13 @@ __all__ = [
     "batch_matmul",
     "batch_norm",
     "conv2d_nchw",
+    "conv2d_nchwc",
     "dense",
     "global_avg_pool2d",
     "layer_norm",
     "log_softmax",
     "matmul",
+    "matmul_packed",
     "max_pool2d",
     "softmax",
 ]

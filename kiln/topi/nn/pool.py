@@ -1,5 +1,8 @@
 """2-D pooling over NCHW tensors: ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``.
 
+``max_pool2d`` and ``avg_pool2d`` also take channel-blocked NCHWc tensors (rank 5,
+`kiln.topi.layout`): the block axis is carried through like the channel axis.
+
 Output size per spatial axis (PyTorch's rule): ``(size + pad_lo + pad_hi - dilation * (k - 1)
 - 1) / stride + 1``, rounded down, or up with ``ceil_mode`` (a window that would start inside
 the high padding is dropped). ``padding`` is an int, a ``(pad_h, pad_w)`` pair (both sides), or
@@ -114,11 +117,12 @@ class _Window:
     ) -> None:
         self.x = check_tensor(op, x)
         check_numeric(op, self.x)
-        if self.x.ndim != 4:
+        if self.x.ndim not in (4, 5):
             raise IRValueError(
-                f"{op}: tensor {self.x.name!r} must be NCHW (rank 4), has rank {self.x.ndim}"
+                f"{op}: tensor {self.x.name!r} must be NCHW (rank 4) or channel-blocked NCHWc "
+                f"(rank 5), has rank {self.x.ndim}"
             )
-        _, _, self.h, self.w = const_shape(op, self.x)
+        self.h, self.w = const_shape(op, self.x)[2:4]
         self.kh, self.kw = _pair(op, pool_size, "pool_size")
         self.sh, self.sw = _pair(op, strides if strides is not None else pool_size, "strides")
         self.dh, self.dw = _pair(op, dilation, "dilation")
@@ -136,26 +140,36 @@ class _Window:
 
     @property
     def out_shape(self) -> tuple[Any, ...]:
-        """``(N, C, out_h, out_w)``."""
+        """``(N, C, out_h, out_w)`` (and the channel block of an NCHWc tensor)."""
         n, c = self.x.shape[0], self.x.shape[1]
-        return (n, c, self.oh, self.ow)
+        return (n, c, self.oh, self.ow, *self.x.shape[4:])
 
-    def read(self, n: Any, c: Any, oh: Any, ow: Any, kh: Any, kw: Any, fill: PrimExpr) -> Any:
-        """``x`` at the window position, or ``fill`` over the padding."""
+    def read(
+        self, n: Any, c: Any, oh: Any, ow: Any, kh: Any, kw: Any, fill: PrimExpr, *block: Any
+    ) -> Any:
+        """``x`` at the window position (``block``: the index in a channel block), or ``fill``
+        over the padding."""
         h = oh * self.sh + kh * self.dh - self.pt
         w = ow * self.sw + kw * self.dw - self.pl
         inside = (h >= 0) & (h < self.h) & (w >= 0) & (w < self.w)
+        value = self.x[(n, c, h, w, *block)]
         if not (self.pt or self.pb or self.pl or self.pr):
-            return self.x[n, c, h, w]
-        return te.if_then_else(inside, self.x[n, c, h, w], fill)
+            return value
+        return te.if_then_else(inside, value, fill)
 
 
 def _window_reduce(win: _Window, reducer: te.Reducer, fill: PrimExpr, name: str) -> Tensor:
     rh = te.reduce_axis((0, win.kh), name="rh")
     rw = te.reduce_axis((0, win.kw), name="rw")
+
+    def f(n: Any, c: Any, oh: Any, ow: Any, cb: Any = None) -> Any:
+        block = () if cb is None else (cb,)
+        return reducer(win.read(n, c, oh, ow, rh, rw, fill, *block), axis=[rh, rw])
+
+    # NOTE: named index parameters (the optional last one is an NCHWc block) name the loops
     return te.compute(
         win.out_shape,
-        lambda n, c, oh, ow: reducer(win.read(n, c, oh, ow, rh, rw, fill), axis=[rh, rw]),
+        f,
         name=name,
         tag=tag.POOL,
         attrs=tag.attrs_for(tag.POOL),
@@ -198,10 +212,11 @@ def avg_pool2d(
             return end - start
         return Min(end, convert(size)) - Max(start, convert(0))
 
-    def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr) -> PrimExpr:
+    def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr, cb: Any = None) -> PrimExpr:
         ch = count(oh, win.sh, win.pt, win.h, win.pb, win.kh)
         cw = count(ow, win.sw, win.pl, win.w, win.pr, win.kw)
-        return total[n, c, oh, ow] / Cast(win.x.dtype, ch * cw)
+        block = () if cb is None else (cb,)
+        return total[(n, c, oh, ow, *block)] / Cast(win.x.dtype, ch * cw)
 
     return te.compute(
         win.out_shape, f, name=name, tag=tag.ELEMWISE, attrs=tag.attrs_for(tag.ELEMWISE)

@@ -9,10 +9,12 @@ this package registers both with `kiln.topi.schedule_for` (see `register`).
 
 from kiln.topi.x86 import register as _register  # noqa: F401  (plugs into schedule_for)
 from kiln.topi.x86.conv2d import conv2d_nchw, schedule_conv2d_nchw
+from kiln.topi.x86.conv2d_nchwc import conv2d_nchwc, schedule_conv2d_nchwc
 from kiln.topi.x86.dense import (
     batch_matmul,
     dense,
     matmul,
+    matmul_packed,
     schedule_batch_matmul,
     schedule_dense,
     schedule_matmul,
@@ -21,10 +23,13 @@ from kiln.topi.x86.dense import (
 __all__ = [
     "batch_matmul",
     "conv2d_nchw",
+    "conv2d_nchwc",
     "dense",
     "matmul",
+    "matmul_packed",
     "schedule_batch_matmul",
     "schedule_conv2d_nchw",
+    "schedule_conv2d_nchwc",
     "schedule_dense",
     "schedule_matmul",
 ]

@@ -80,6 +80,20 @@ def matmul_tile(n: int, m: int, dtype: DataType, target: Target) -> Tile:
     return Tile(max(1, n), vectors * width, width)
 
 
+def panel_tile(n: int, cols: int, dtype: DataType, target: Target) -> Tile:
+    """The register tile for ``n`` rows times column panels ``cols`` wide (packed before, for
+    `matmul_tile`'s choice on some target): `matmul_tile`'s when it has that width, else as
+    many rows (up to `TILE_ROWS`, or ``n``) as ``target``'s registers hold beside the panel's
+    vectors."""
+    width = lanes(target, dtype)
+    tile = matmul_tile(n, cols, dtype, target)
+    if tile.cols == cols:
+        return tile
+    vectors = -(-cols // width)
+    fit = (target.cpu.vector_registers - 1 - vectors) // vectors
+    return Tile(max(1, min(n, TILE_ROWS, fit)), cols, width)
+
+
 def round_up(x: int, multiple: int) -> int:
     """The smallest multiple of ``multiple`` that is at least ``x``."""
     return -(-x // multiple) * multiple

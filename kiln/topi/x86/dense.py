@@ -43,10 +43,12 @@ from kiln.topi.nn.dense import (
 from kiln.topi.nn.dense import batch_matmul as nn_batch_matmul
 from kiln.topi.nn.dense import dense as nn_dense
 from kiln.topi.nn.dense import matmul as nn_matmul
+from kiln.topi.nn.dense_packed import MATMUL_PACKED, check_packed
+from kiln.topi.nn.dense_packed import matmul_packed as nn_matmul_packed
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int
 from kiln.topi.x86 import common
-from kiln.topi.x86.cpu import TILE_ROWS, Tile, cpu_target, matmul_tile, round_up
+from kiln.topi.x86.cpu import TILE_ROWS, Tile, cpu_target, matmul_tile, panel_tile, round_up
 
 ACC_TAG = "x86_matmul"
 """Tag of the accumulation stage (the anchor `schedule_matmul` looks for)."""
@@ -157,6 +159,26 @@ def dense(x: Any, w: Any, bias: Any = None, name: str = "dense", target: Any = N
     plain when a shape is symbolic)."""
     out = _packed_product(DENSE, x, w, False, True, bias, name, target)
     return out if out is not None else nn_dense(x, w, bias, name)
+
+
+def matmul_packed(
+    x: Any, panels: Any, units: int, name: str = "matmul_packed", target: Any = None
+) -> Tensor:
+    """``x @ w`` for ``w`` already packed into column panels (`kiln.topi.nn.dense_packed`:
+    ``[panels, K, cols]``, packed once, e.g. at compile time) as CPU stages: the accumulation
+    reads the panels as they are, the copy-out drops the columns past ``units``. Tiled for
+    ``target`` (default: the host) with the panels' width; the generic compute when ``x`` has
+    rank 1 or a symbolic shape."""
+    x, panels, cols = check_packed(x, panels, units)
+    if x.ndim == 1 or any(const_int(d) is None for d in x.shape):
+        return nn_matmul_packed(x, panels, units, name)
+    *batch, n, k = x.shape
+    dims = MatmulDims(tuple(batch), n, convert(units, "int32"), k, bool(batch), False)
+    tile = panel_tile(const_int(n) or 1, cols, x.dtype, cpu_target(target))
+    acc = _accumulate(x, panels, dims, tile, False, name)
+    attrs = attrs_for(MATMUL_PACKED, Pattern.INJECTIVE)
+    shape = (*batch, n, units)
+    return te.compute(shape, lambda *i: acc[i], name=name, tag=MATMUL_PACKED, attrs=attrs)
 
 
 # -- schedules -----------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from kiln.topi.x86.conv2d import ACC_TAG as CONV_ACC_TAG
 from kiln.topi.x86.conv2d import CONV2D
 from kiln.topi.x86.conv2d import schedule_packed as conv_packed
 from kiln.topi.x86.conv2d import schedule_plain as conv_plain
+from kiln.topi.x86.conv2d_nchwc import ACC_TAG as NCHWC_ACC_TAG
+from kiln.topi.x86.conv2d_nchwc import schedule_packed as nchwc_packed
 from kiln.topi.x86.dense import ACC_TAG as MATMUL_ACC_TAG
 from kiln.topi.x86.dense import PLAIN_TAGS
 from kiln.topi.x86.dense import schedule_packed as matmul_packed
@@ -47,3 +49,4 @@ _packed(CONV_ACC_TAG, conv_packed)
 for _tag in PLAIN_TAGS:
     _plain(_tag, matmul_plain)
 _plain(CONV2D, conv_plain)
+_packed(NCHWC_ACC_TAG, nchwc_packed)

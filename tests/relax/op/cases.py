@@ -10,6 +10,7 @@ import numpy as np
 
 from kiln import relax
 from kiln.relax import op as R
+from kiln.topi.layout import transform_array
 from tests.relax.op.harness import Case
 
 RNG = np.random.default_rng(7)
@@ -479,7 +480,105 @@ CREATE = [
     ),
 ]
 
+
+def _blocked(x, layout):
+    return transform_array(x, "NCHW", layout)
+
+
+IMG8, KER8, DW8 = f32(2, 8, 6, 7), f32(8, 8, 3, 3), f32(8, 1, 3, 3)
+W_KN = f32(6, 10)
+LAYOUT = [
+    Case(
+        "relax.layout_transform",
+        lambda x: R.layout_transform(x, "NCHW", "NCHW4c"),
+        [IMG8],
+        lambda a: a.reshape(2, 2, 4, 6, 7).transpose(0, 1, 3, 4, 2),
+        sym=[[0, 2, 3]],
+    ),
+    Case(
+        "relax.layout_transform",
+        lambda x: R.layout_transform(x, "KN", "NK4n"),
+        [W_KN],
+        lambda a: np.pad(a, ((0, 0), (0, 2))).reshape(6, 3, 4).transpose(1, 0, 2),
+        sym=[[0]],
+        name="padded panels",
+    ),
+    Case(
+        "relax.matmul_packed",
+        lambda x, p: R.matmul_packed(x, p, 10),
+        [f32(5, 6), transform_array(W_KN, "KN", "NK8n")],
+        lambda x, p: x @ W_KN,
+        sym=[[0], []],
+        rtol=1e-5,
+        atol=1e-5,
+    ),
+    Case(
+        "relax.matmul_packed",
+        lambda x, p: R.matmul_packed(x, p, 10),
+        [f32(2, 3, 6), transform_array(W_KN, "KN", "NK4n")],
+        lambda x, p: x @ W_KN,
+        sym=[[0, 1], []],
+        rtol=1e-5,
+        atol=1e-5,
+        name="batched",
+    ),
+    Case(
+        "relax.nn.conv2d",
+        lambda x, w: R.nn.conv2d(
+            x,
+            w,
+            strides=(2, 1),
+            padding=1,
+            data_layout="NCHW4c",
+            kernel_layout="OIHW4i8o",
+            out_layout="NCHW8c",
+        ),
+        [_blocked(IMG8, "NCHW4c"), transform_array(KER8, "OIHW", "OIHW4i8o")],
+        lambda x, w: _blocked(np_conv2d(IMG8, KER8, (2, 1), (1, 1, 1, 1)), "NCHW8c"),
+        sym=[[0], []],
+        rtol=1e-4,
+        atol=1e-5,
+        name="nchwc",
+    ),  # fmt: skip
+    Case(
+        "relax.nn.conv2d",
+        lambda x, w: R.nn.conv2d(
+            x,
+            w,
+            padding=1,
+            groups=8,
+            data_layout="NCHW4c",
+            kernel_layout="OIHW1i4o",
+            out_layout="NCHW4c",
+        ),
+        [_blocked(IMG8, "NCHW4c"), transform_array(DW8, "OIHW", "OIHW1i4o")],
+        lambda x, w: _blocked(np_conv2d(IMG8, DW8, pad=(1, 1, 1, 1), groups=8), "NCHW4c"),
+        sym=[[0], []],
+        rtol=1e-4,
+        atol=1e-5,
+        name="nchwc depthwise",
+    ),  # fmt: skip
+    Case(
+        "relax.nn.max_pool2d",
+        lambda x: R.nn.max_pool2d(x, (3, 3), (2, 2), padding=1, layout="NCHW4c"),
+        [_blocked(IMG8, "NCHW4c")],
+        lambda x: _blocked(np_pool(IMG8, (3, 3), (2, 2), (1, 1, 1, 1), "max"), "NCHW4c"),
+        sym=[[]],
+        name="nchwc",
+    ),
+    Case(
+        "relax.nn.avg_pool2d",
+        lambda x: R.nn.avg_pool2d(x, (2, 2), (2, 2), layout="NCHW4c"),
+        [_blocked(IMG8, "NCHW4c")],
+        lambda x: _blocked(np_pool(IMG8, (2, 2), (2, 2), (0, 0, 0, 0), "avg"), "NCHW4c"),
+        sym=[[]],
+        rtol=1e-5,
+        name="nchwc",
+    ),
+]
+
 FAMILIES = {
+    "layout": LAYOUT,
     "unary": UNARY,
     "binary": BINARY,
     "reduce": REDUCE,

@@ -6,6 +6,11 @@ Layouts are NCHW data and OIHW weights. ``padding`` is an int, ``(pad_h, pad_w)`
 ``(size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1`` (rounded up with
 ``ceil_mode``, constant sizes only). Batch and spatial extents may be symbolic; channels and
 windows must be constants. conv2d is ``OUT_ELEMWISE_FUSABLE``, pools ``COMM_REDUCE``.
+
+Channel-blocked layouts (`kiln.topi.layout`; `kiln.relax.transform.AlterOpLayout` picks them for
+the CPU kernels): conv2d takes ``NCHW<cb>c`` data, an ``OIHW<ki>i<ob>o`` weight and gives
+``NCHW<ob>c`` (``out_layout``); max_pool2d / avg_pool2d take ``layout="NCHW<b>c"`` (constant
+shapes). The values are those of the unblocked operator on the unblocked tensors.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ from kiln.relax.op.common import (
     tensor_sinfo,
 )
 from kiln.relax.op.registry import register_op
-from kiln.relax.struct_info import StructInfo, TensorStructInfo
+from kiln.relax.struct_info import INT64, StructInfo, TensorStructInfo
 from kiln.tir.expr import IntImm, PrimExpr
+from kiln.topi.layout import Layout
 from kiln.topi.nn.window_any import adaptive_avg_pool2d as _adaptive
 from kiln.topi.nn.window_any import conv2d_nchw_any, pool2d_any
 from kiln.topi.tag import Pattern
@@ -82,11 +88,72 @@ def _const(call: Call, d: PrimExpr, what: str) -> int:
     return d.value
 
 
+def conv_blocks(call: Call) -> tuple[int, int, int] | None:
+    """``(cb, ki, ob)`` of a channel-blocked conv2d call (``NCHW{cb}c`` data, ``OIHW{ki}i{ob}o``
+    kernel, ``NCHW{ob}c`` output), None for NCHW / OIHW; an error for any other layouts."""
+    a = call.attrs
+    names = (a["data_layout"], a["kernel_layout"], a["out_layout"] or a["data_layout"])
+    if names == ("NCHW", "OIHW", "NCHW"):
+        return None
+    try:
+        data, kernel, out = (Layout.parse(x).axes for x in names)
+    except IRError:
+        data = kernel = out = ()
+    spatial = (("H", 0), ("W", 0))
+    if (
+        len(data) == len(out) == 5
+        and len(kernel) == 6
+        and data[:4] == out[:4] == (("N", 0), ("C", 0), *spatial)
+        and kernel[:4] == (("O", 0), ("I", 0), *spatial)
+        and (data[4][0], kernel[4][0], kernel[5][0], out[4][0]) == ("C", "I", "O", "C")
+        and kernel[5][1] == out[4][1]
+    ):
+        return data[4][1], kernel[4][1], kernel[5][1]
+    raise fail(
+        call,
+        f"layouts {names} are not supported: use NCHW / OIHW / NCHW, or channel blocks "
+        "NCHW<cb>c / OIHW<ki>i<ob>o / NCHW<ob>c",
+    )
+
+
+def _infer_blocked(call: Call, blocks: tuple[int, int, int]) -> StructInfo:
+    cb, ki, ob = blocks
+    a = call.attrs
+    data, weight = tensor_sinfo(call, 0, "data"), tensor_sinfo(call, 1, "weight")
+    if data.ndim not in (-1, 5) or weight.ndim not in (-1, 6):
+        raise fail(
+            call, f"blocked layouts need 5-D data and 6-D weight, got {describe(call.args[0])}"
+        )
+    dtype = a["out_dtype"] or same_dtype(call, [data, weight])
+    if data.dims is None or weight.dims is None:
+        return TensorStructInfo(None, dtype, 5)
+    n, c_out, h, w, cb_d = data.dims
+    o_out, i_out, kh, kw, ki_w, ob_w = weight.dims
+    for d, want, what in ((cb_d, cb, "data"), (ki_w, ki, "weight"), (ob_w, ob, "weight")):
+        if not isinstance(d, IntImm) or d.value != want:
+            raise fail(
+                call,
+                f"{what} {describe(call.args[0 if what == 'data' else 1])} does not "
+                f"have the blocks of its layout",
+            )
+    c = _const(call, c_out, "channel blocks") * cb
+    cg = _const(call, i_out, "weight input blocks") * ki
+    if cg * a["groups"] != c:
+        raise fail(call, f"{c} channels do not fit {cg} per group x groups={a['groups']}")
+    if (_const(call, o_out, "weight output blocks") * ob) % a["groups"]:
+        raise fail(call, f"output channels are not divisible by groups={a['groups']}")
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = a["strides"], a["dilation"], a["padding"]
+    oh = window_out(h, _const(call, kh, "kernel height"), sh, pt, pb, dh, False)
+    ow = window_out(w, _const(call, kw, "kernel width"), sw, pl, pr, dw, False)
+    return out_tensor([n, o_out, oh, ow, IntImm(INT64, ob)], dtype)
+
+
 def _infer_conv2d(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 2)
     a = call.attrs
-    if (a["data_layout"], a["kernel_layout"]) != ("NCHW", "OIHW"):
-        raise fail(call, "only data_layout='NCHW' and kernel_layout='OIHW' are supported")
+    blocks = conv_blocks(call)
+    if blocks is not None:
+        return _infer_blocked(call, blocks)
     data, weight = _nchw(call, 0, "data"), _nchw(call, 1, "weight")
     dtype = a["out_dtype"] or same_dtype(call, [data, weight])
     if data.dims is None or weight.dims is None:
@@ -112,6 +179,12 @@ def _legalize_conv2d(call: Call, args: list[Any]) -> Any:
     a = call.attrs
     data, weight = args
     out = call.struct_info
+    if conv_blocks(call) is not None:
+        if a["out_dtype"] is not None and str(a["out_dtype"]) != str(data.dtype):
+            raise fail(call, "blocked layouts compute in the data's dtype (no out_dtype)")
+        return topi.nn.conv2d_nchwc(
+            data, weight, a["strides"], a["padding"], a["dilation"], a["groups"]
+        )
     same = a["out_dtype"] is None or str(a["out_dtype"]) == str(data.dtype)
     if same and all(isinstance(d, IntImm) for d in (*data.shape, *weight.shape)):
         return topi.nn.conv2d_nchw(
@@ -166,17 +239,34 @@ def conv2d(
     )
 
 
+def pool_block(call: Call) -> int:
+    """The channel block of a pool's ``NCHW{b}c`` layout (0 for ``NCHW``)."""
+    layout = call.attrs["layout"]
+    if layout != "NCHW":
+        try:
+            axes = Layout.parse(layout).axes
+        except IRError:
+            axes = ()
+        if axes[:4] != (("N", 0), ("C", 0), ("H", 0), ("W", 0)) or len(axes) != 5:
+            raise fail(call, f"layout {layout!r} is not supported: use NCHW or NCHW<b>c")
+        if axes[4][0] != "C" or call.attrs.get("out_layout") not in (None, layout):
+            raise fail(call, f"layout {layout!r} is not supported: use NCHW or NCHW<b>c")
+        return axes[4][1]
+    return 0
+
+
 def _infer_pool(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 1)
     a = call.attrs
-    if a["layout"] != "NCHW":
-        raise fail(call, "only layout='NCHW' is supported")
-    x = _nchw(call, 0, "data")
+    block = pool_block(call)
+    x = tensor_sinfo(call, 0, "data")
+    if x.ndim not in (-1, 5 if block else 4):
+        raise fail(call, f"{describe(call.args[0])} does not have the rank of {a['layout']!r}")
     if call.op.name.endswith("avg_pool2d") and not x.dtype.is_void and not x.dtype.is_float:
         raise fail(call, f"needs a float tensor, got {describe(call.args[0])}")
     if x.dims is None:
-        return TensorStructInfo(None, x.dtype, 4)
-    n, c, h, w = x.dims
+        return TensorStructInfo(None, x.dtype, 5 if block else 4)
+    n, c, h, w = x.dims[:4]
     (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
     pt, pl, pb, pr = a["padding"]
     try:
@@ -187,12 +277,17 @@ def _infer_pool(call: Call, ctx: Any) -> StructInfo:
     for e in (oh, ow):
         if isinstance(e, int) and e < 1 or isinstance(e, IntImm) and e.value < 1:
             raise fail(call, f"the window does not fit {describe(call.args[0])}")
-    return out_tensor([n, c, oh, ow], x.dtype)
+    return out_tensor([n, c, oh, ow, *x.dims[4:]], x.dtype)
 
 
 def _legalize_pool(call: Call, args: list[Any]) -> Any:
     a, x = call.attrs, args[0]
     static = all(isinstance(d, IntImm) for d in x.shape)
+    dilated_avg = call.op.name.endswith("avg_pool2d") and a["dilation"] != (1, 1)
+    if pool_block(call) and (not static or dilated_avg):
+        raise fail(
+            call, "a channel-blocked pool needs constant shapes (and an average, no dilation)"
+        )
     if call.op.name.endswith("max_pool2d"):
         if static:
             return topi.nn.max_pool2d(

@@ -1,0 +1,121 @@
+"""Convolutions on one thread as a share of the CPU's fp32 FMA peak, kiln vs onnxruntime.
+
+    OMP_NUM_THREADS=1 KILN_NUM_THREADS=1 taskset -c 1 python benchmarks/conv_peak.py [--reps 60]
+                                                             [--cases 0,1,2]
+
+Times the cases of `bench_ops.CONVS` (kiln's channel-blocked kernel, onnxruntime's one-Conv
+model, built as `bench_ops.py` builds them) in the calling thread's CPU time
+(``time.thread_time_ns``), interleaved with an FMA loop like /work/shared/tools/fma_peak.c
+timed the same way: on a shared machine the wall clock counts the time other processes hold
+the core, the thread's CPU time does not, so "% of peak" stays meaningful (a busy sibling
+hyperthread or a contended cache still slows both). Medians over ``--reps`` rounds.
+NOTE: onnxruntime runs on the calling thread with ``intra_op_num_threads=1``; kiln's kernels do
+with one OpenMP thread. Neither is meaningful on more threads here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_ops  # noqa: E402 - the sibling script, importable once its folder is on the path
+
+FMA_LOOP = r"""
+#include <immintrin.h>
+#include <string.h>
+#if defined(__AVX512F__)
+typedef __m512 vec;
+#define LANES 16
+#define SET1 _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+#else
+typedef __m256 vec;
+#define LANES 8
+#define SET1 _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+#endif
+double fma_flops(long iters, float* sink) {
+  vec acc[12];
+  vec b = SET1(1.0000001f), c = SET1(0.999999f);
+  for (int i = 0; i < 12; i++) acc[i] = SET1((float)i);
+  for (long k = 0; k < iters; k++) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) acc[i] = FMA(acc[i], b, c);
+  }
+  float lanes[LANES], s = 0;
+  for (int i = 0; i < 12; i++) {
+    memcpy(lanes, &acc[i], sizeof(vec));
+    s += lanes[0];
+  }
+  *sink = s;
+  return iters * 12.0 * LANES * 2;
+}
+"""
+
+
+def fma_peak() -> Any:
+    """A call returning one measurement of the FMA peak (FLOP/s of the thread's CPU time)."""
+    folder = Path(tempfile.mkdtemp(prefix="kiln_fma_"))
+    src, lib = folder / "fma.c", folder / "fma.so"
+    src.write_text(FMA_LOOP)
+    cmd = ["cc", "-O2", "-march=native", "-shared", "-fPIC", str(src), "-o", str(lib)]
+    subprocess.run(cmd, check=True)
+    fn = ctypes.CDLL(str(lib)).fma_flops
+    fn.restype = ctypes.c_double
+    sink = ctypes.c_float()
+
+    def measure() -> float:
+        t0 = time.thread_time_ns()
+        flops = fn(2_000_000, ctypes.byref(sink))
+        return flops / ((time.thread_time_ns() - t0) * 1e-9)
+
+    return measure
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=60, help="rounds (median over them)")
+    p.add_argument("--cases", default=",".join(str(i) for i in range(len(bench_ops.CONVS))))
+    args = p.parse_args()
+    import numpy as np
+
+    peak = fma_peak()
+    rng = np.random.default_rng(0)
+    print("| case | kiln GFLOP/s | % of peak | onnxruntime GFLOP/s | % of peak | kiln vs ort |")
+    print("|---|---|---|---|---|---|")
+    for i in (int(c) for c in args.cases.split(",")):
+        conv = bench_ops.CONVS[i]
+        x = rng.standard_normal((1, conv.c, conv.h, conv.h), dtype="float32")
+        shape = (conv.o, conv.c // conv.groups, conv.k, conv.k)
+        w = rng.standard_normal(shape, dtype="float32") / np.float32(10)
+        calls = {"kiln": bench_ops.kiln_conv(x, w, conv)}
+        calls["ort"] = bench_ops.ort_call("conv2d", [x, w], 1, conv)
+        times: dict[str, list[float]] = {k: [] for k in calls}
+        peaks = []
+        for _ in range(args.reps):
+            peaks.append(peak())
+            for k, f in calls.items():
+                t0 = time.thread_time_ns()
+                f()
+                times[k].append((time.thread_time_ns() - t0) * 1e-9)
+        top = statistics.median(peaks)
+        kiln, ort = (statistics.median(times[k]) for k in ("kiln", "ort"))
+        cells = [conv.name]
+        for t in (kiln, ort):
+            cells += [f"{conv.flops / t / 1e9:.1f}", f"{conv.flops / t / top:.0%}"]
+        cells.append(f"{ort / kiln:.2f}x")
+        print("| " + " | ".join(cells) + " |", flush=True)
+    print(f"\nfp32 FMA peak of this thread (median): {top / 1e9:.1f} GFLOP/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""Channel-blocked 2-D convolution for the CPU: padded computes and a register-tiled schedule.
+
+`conv2d_nchwc` computes the values of `kiln.topi.nn.conv2d_nchwc.conv2d_nchwc` (``NCHW{cb}c``
+data, ``OIHW{cb}i{ob}o`` filters, ``NCHW{ob}c`` output; the graph level picks these layouts,
+see `kiln.relax.transform.AlterOpLayout`) in three stages:
+
+1. ``<name>_pad`` zero-pads the input spatially, also past the bottom/right edge far enough that
+   padded output tiles read only memory that exists (skipped when nothing needs padding);
+2. ``<name>_acc`` accumulates over a ``(th rows x tw columns)``-padded output grid;
+3. the output copies each tile out (guarded at the edges); element-wise epilogues are inlined.
+
+The register tile (`nchwc_tile`) is ``th x tw`` output pixels by one block of ``ob`` output
+channels (``ob / lanes`` vectors). Each step of the (input block, ky, kx, channel in block)
+reduction loads the block's filter taps as vectors, broadcasts one input value per pixel and
+issues ``pixels * vectors`` FMAs into accumulators that stay in registers. The vectors run
+along output channels, so the input is only ever read one value at a time: a strided or
+dilated convolution reads its inputs the same way as a dense one (no gathers). Where registers
+allow (AVX-512), a row of filter taps is unrolled inside the step (`NchwcTile.taps`): the
+pixels of a tile row then share the broadcast input values of neighbouring taps.
+
+Depthwise convolutions (``groups == C == O``, ``ob == cb``) have no channel reduction: each
+step loads one input vector per pixel (the channel block) and one filter vector, so they are
+vectorized along the channel block too. Grouped convolutions use the dense kernel when their
+blocks lie inside one group (``ob`` divides ``O_g``, ``cb`` divides ``C_g``); other blockings
+get the generic compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kiln import te
+from kiln.ir.target import Target
+from kiln.te import Schedule, Stage, Tensor
+from kiln.tir.expr import const_product, convert
+from kiln.topi.nn.conv2d_nchwc import CONV2D_NCHWC, BlockedConv, blocked_conv
+from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc as nn_conv2d_nchwc
+from kiln.topi.tag import Pattern, attrs_for
+from kiln.topi.utils import const_int
+from kiln.topi.x86 import common
+from kiln.topi.x86.cpu import cpu_target, lanes, round_up
+
+ACC_TAG = "x86_conv2d_nchwc"
+"""Tag of the accumulation stage (the anchor the schedule looks for)."""
+
+FILTERS_IN_L2 = 512 * 1024
+"""Filters of at most this many bytes (all output blocks) are read from L2 by every spatial
+tile: the tile loops over the channel blocks innermost (`NchwcTile.blocks_inner`)."""
+
+
+MIN_UNROLLED_PIXELS = 6
+"""A row of filter taps is unrolled (`NchwcTile.taps`) when the tile may still hold this many
+pixels beside the taps' filter vectors."""
+
+
+@dataclass(frozen=True)
+class NchwcTile:
+    """A register tile: ``th x tw`` output pixels by ``vectors`` vectors of output channels,
+    with ``taps`` filter taps of a row unrolled (1: none)."""
+
+    th: int
+    tw: int
+    vectors: int
+    blocks_inner: bool = False
+    """Loop over the output channel blocks inside the spatial tiles (see `schedule_packed`)."""
+    taps: int = 1
+
+    @property
+    def pixels(self) -> int:
+        return self.th * self.tw
+
+
+def max_pixels(target: Target, vectors: int, taps: int = 1) -> int:
+    """Pixels a tile of ``vectors`` vectors per pixel may hold on ``target`` with ``taps`` taps
+    unrolled: one register per accumulator, ``taps`` per filter vector, and spare ones for the
+    broadcast input values (two for one tap, four with several in flight)."""
+    spare = 2 * min(taps, 2)
+    return max(1, (target.cpu.vector_registers - taps * vectors - spare) // vectors)
+
+
+def nchwc_tile(oh: int, ow: int, ob: int, dtype: Any, target: Target, kw: int = 1) -> NchwcTile:
+    """The tile for an ``oh x ow`` output with ``ob``-channel blocks and ``kw`` taps per filter
+    row on ``target``: the row of taps unrolled when at least `MIN_UNROLLED_PIXELS` still fit
+    beside their filter vectors (neighbouring pixels then share their broadcast inputs); of the
+    ``th x tw`` shapes that fit in registers, the one with the least work per output pixel,
+    counting the padding of the last tiles and a filter load per vector and step (smaller
+    ``th``, then ``tw``, on ties)."""
+    width = lanes(target, dtype)
+    vectors = -(-ob // width)
+    taps = kw if kw > 1 and max_pixels(target, vectors, kw) >= MIN_UNROLLED_PIXELS else 1
+    most = max_pixels(target, vectors, taps)
+
+    def cost(shape: tuple[int, int]) -> tuple[float, int, int]:
+        th, tw = shape
+        tiles = round_up(oh, th) * round_up(ow, tw) / (th * tw)
+        return tiles * (th * tw * vectors + vectors + 2), th, tw
+
+    shapes = [(th, tw) for th in range(1, min(oh, most) + 1) for tw in range(1, most // th + 1)]
+    th, tw = min(shapes, key=cost)
+    return NchwcTile(th, min(tw, ow), vectors, taps=taps)
+
+
+def kernel_applies(b: BlockedConv) -> bool:
+    """Whether the register-tiled kernel computes ``b``: depthwise with equal blocks, or every
+    block inside one group with filter blocks equal to the data's."""
+    d = b.dims
+    if b.depthwise:
+        return b.ki == 1 and b.ob == b.cb
+    return b.ki == b.cb and d.c_per_group % b.cb == 0 and d.o_per_group % b.ob == 0
+
+
+def _source(data: Tensor, b: BlockedConv, tile: NchwcTile, name: str) -> Tensor:
+    """The (padded) input the kernel reads: covers every padded output tile's window."""
+    d = b.dims
+    (sh, sw), (dh, dw) = d.stride, d.dilation
+    height = (round_up(d.oh, tile.th) - 1) * sh + (d.kh - 1) * dh + 1
+    width = (round_up(d.ow, tile.tw) - 1) * sw + (d.kw - 1) * dw + 1
+    if not any(d.pad) and height <= d.h and width <= d.w:
+        return data
+    top, left = d.pad[0], d.pad[1]
+    zero = convert(0.0, data.dtype) if data.dtype.is_float else convert(0, data.dtype)
+
+    def body(n: Any, c: Any, y: Any, x: Any, i: Any) -> Any:
+        inside = (y >= top) & (y < top + d.h) & (x >= left) & (x < left + d.w)
+        return te.if_then_else(inside, data[n, c, y - top, x - left, i], zero)
+
+    attrs = attrs_for("injective", Pattern.INJECTIVE, no_inline=True)
+    shape = (d.n, d.c // b.cb, max(height, d.h), max(width, d.w), b.cb)
+    return te.compute(shape, body, name=f"{name}_pad", tag="pad", attrs=attrs)
+
+
+def _accumulate(src: Tensor, kernel: Tensor, b: BlockedConv, tile: NchwcTile, name: str) -> Tensor:
+    d = b.dims
+    (sh, sw), (dh, dw) = d.stride, d.dilation
+    ry = te.reduce_axis((0, d.kh), name="ry")
+    rx = te.reduce_axis((0, d.kw), name="rx")
+    if b.depthwise:
+        axes = [ry, rx]
+
+        def body(n: Any, oc: Any, y: Any, x: Any, oi: Any) -> Any:
+            value = src[n, oc, y * sh + ry * dh, x * sw + rx * dw, oi]
+            return te.sum(value * kernel[oc, 0, ry, rx, 0, oi], axis=axes)
+
+    else:
+        rc = te.reduce_axis((0, d.c_per_group // b.cb), name="rc")
+        ri = te.reduce_axis((0, b.cb), name="ri")
+        axes = [rc, ry, rx, ri]
+        per_group = d.o_per_group // b.ob
+
+        def body(n: Any, oc: Any, y: Any, x: Any, oi: Any) -> Any:
+            block = rc if d.groups == 1 else oc // per_group * (d.c_per_group // b.cb) + rc
+            value = src[n, block, y * sh + ry * dh, x * sw + rx * dw, ri]
+            return te.sum(value * kernel[oc, rc, ry, rx, ri, oi], axis=axes)
+
+    shape = (d.n, d.o // b.ob, round_up(d.oh, tile.th), round_up(d.ow, tile.tw), b.ob)
+    attrs = attrs_for(ACC_TAG, Pattern.OUT_ELEMWISE_FUSABLE, tile=tile)
+    return te.compute(shape, body, name=f"{name}_acc", tag=ACC_TAG, attrs=attrs)
+
+
+def conv2d_nchwc(
+    data: Any,
+    kernel: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    name: str = "conv2d_nchwc",
+    target: Any = None,
+) -> Tensor:
+    """Blocked 2-D convolution as padded CPU stages tiled for ``target`` (default: the host;
+    other arguments as `kiln.topi.nn.conv2d_nchwc.conv2d_nchwc`). Blockings the kernel does
+    not cover (`kernel_applies`) and symbolic shapes get the generic compute."""
+    b = blocked_conv(CONV2D_NCHWC, data, kernel, stride, padding, dilation, groups)
+    d = b.dims
+    static = all(const_int(e) is not None for e in (d.n, d.h, d.w))
+    if not static or not kernel_applies(b):
+        return nn_conv2d_nchwc(data, kernel, stride, padding, dilation, groups, name)
+    b = replace(b, dims=replace(d, n=const_int(d.n), h=const_int(d.h), w=const_int(d.w)))
+    kw = 1 if b.depthwise else b.dims.kw
+    tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
+    filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
+    if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
+        tile = replace(tile, blocks_inner=True)
+    acc = _accumulate(_source(data, b, tile, name), kernel, b, tile, name)
+    d = b.dims
+    attrs = attrs_for(
+        CONV2D_NCHWC,
+        Pattern.INJECTIVE,
+        stride=d.stride,
+        padding=d.pad,
+        dilation=d.dilation,
+        groups=d.groups,
+    )
+    shape = (d.n, d.o // b.ob, d.oh, d.ow, b.ob)
+    return te.compute(shape, lambda *i: acc[i], name=name, tag=CONV2D_NCHWC, attrs=attrs)
+
+
+# -- schedule ------------------------------------------------------------------------------------
+def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
+    """Tile ``out`` (the stage reading the accumulation ``acc``) and compute ``acc`` per tile;
+    returns the stages it scheduled.
+
+    Loops: ``(n, channel block, row tile, column tile)``, the first with enough iterations in
+    parallel: a block's filters (``C * kh * kw * ob`` values) stay in L2 while the input
+    streams past them. With ``tile.blocks_inner`` (all filters fit in L2):
+    ``(n, row tile, column tile, channel block)``: the input of a tile is read from L1 for every
+    block instead of from memory once per block (1x1 and strided convolutions read much input
+    per filter tap).
+    """
+    tile: NchwcTile = acc.op.attrs["tile"]
+    work = common.work_of(acc.op)
+    n, oc, y, x, o = out.op.axis
+    yo, yi = out.split(y, factor=tile.th)
+    xo, xi = out.split(x, factor=tile.tw)
+    tiles = [n, yo, xo, oc] if tile.blocks_inner else [n, oc, yo, xo]
+    out.reorder(*tiles, yi, xi, o)
+    if common.worth_parallel(work):
+        out.parallel(common.pick_parallel(out, tiles))
+    out.unroll(yi)
+    out.unroll(xi)
+    common.vectorize(out, o)
+    a = sch[acc]
+    a.compute_at(out, tiles[-1])
+    an, aoc, ay, ax, ao = acc.op.axis
+    a.reorder(*acc.op.reduce_axis, an, aoc, ay, ax, ao)
+    if tile.taps > 1:
+        rc, ry, rx, ri = acc.op.reduce_axis
+        a.reorder(rc, ry, ri, rx, an, aoc, ay, ax, ao)
+        a.unroll(rx)
+    a.unroll(ay)
+    a.unroll(ax)
+    common.vectorize(a, ao)
+    if len(acc.op.reduce_axis) == 2:
+        # NOTE: depthwise: the taps along a row unrolled, so neighbouring pixels' taps share
+        # their input vectors (loaded once per row of taps instead of once per tap and pixel)
+        a.unroll(acc.op.reduce_axis[1])
+    return [out, a, *common.schedule_packs(sch, acc, work)]
+
+
+def schedule_conv2d_nchwc(outs: Any, target: Any = None) -> Schedule:
+    """The CPU schedule of blocked convolutions (register-tiled as their computes say) with
+    their element-wise epilogues inlined; generic computes get `kiln.topi.schedule_for`'s."""
+    from kiln.topi.schedule import schedule_for
+
+    return schedule_for(outs, target if target is not None else "c")

@@ -1,0 +1,272 @@
+"""Channel-blocked 2-D convolution: `topi.nn` / `topi.x86` conv2d_nchwc against a numpy
+reference (and PyTorch when installed) for 3x3, 1x1, strided, dilated, depthwise and grouped
+convolutions and a 3-channel first layer, on the host and on AVX2; the register tile per ISA;
+the micro-kernel's accumulators in registers; the generic fallback; errors.
+
+Each test builds all of its convolutions into one function: compiling dominates the run time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kiln import te, tir, topi
+from kiln.errors import IRError, IRValueError
+from kiln.ir import Target
+from kiln.ir.dtype import DataType
+from kiln.topi import x86
+from kiln.topi.layout import transform_array
+from kiln.topi.x86.conv2d_nchwc import ACC_TAG, NchwcTile, max_pixels, nchwc_tile
+from tests.topi.conftest import fma_accumulators, hot_loop, machine_code, shape_of, vector_spills
+from tests.topi.test_conv2d import AVX2, conv_ref, needs_avx2
+
+# (n, c, h, w, o, k, stride, padding, dilation, groups, cb, ob)
+CASES = [
+    (1, 32, 9, 11, 32, 3, 1, 1, 1, 1, 16, 16),  # 3x3
+    (2, 16, 10, 13, 32, 3, 2, 1, 1, 1, 16, 32),  # strided, two vectors per pixel
+    (1, 16, 9, 9, 16, 1, 1, 0, 1, 1, 8, 16),  # 1x1, input block != output block
+    (1, 16, 12, 12, 16, 3, 1, 2, 2, 1, 16, 16),  # dilated
+    (1, 16, 9, 9, 16, 3, 1, 1, 1, 16, 16, 16),  # depthwise
+    (1, 32, 9, 9, 32, 3, 2, 1, 1, 32, 16, 16),  # depthwise, strided
+    (1, 32, 8, 8, 64, 3, 1, 1, 1, 2, 16, 16),  # grouped
+    (1, 3, 15, 15, 16, 7, 2, 3, 1, 1, 3, 16),  # a first layer: 3 channels, 7x7 / 2
+    (1, 8, 7, 7, 24, 3, 1, 1, 1, 1, 8, 8),  # half-vector blocks (AVX-512)
+    (1, 16, 6, 5, 16, 3, 1, (1, 0, 2, 1), 1, 1, 16, 16),  # asymmetric padding
+]
+
+
+def _operands(
+    case: tuple[Any, ...], k: int, rng: np.random.Generator
+) -> tuple[list[Any], list[np.ndarray], np.ndarray, tuple[Any, ...]]:
+    n, c, h, w, o, kk, s, p, d, g, cb, ob = case
+    ki = 1 if g == c == o else cb
+    x = rng.standard_normal((n, c, h, w)).astype("float32")
+    f = rng.standard_normal((o, c // g, kk, kk)).astype("float32")
+    xb, fb = transform_array(x, "NCHW", f"NCHW{cb}c"), transform_array(f, "OIHW", f"OIHW{ki}i{ob}o")
+    xt, ft = te.placeholder(xb.shape, name=f"x{k}"), te.placeholder(fb.shape, name=f"f{k}")
+    want = transform_array(np.maximum(conv_ref(x, f, s, p, d, g), 0), "NCHW", f"NCHW{ob}c")
+    return [xt, ft], [xb, fb], want, (s, p, d, g)
+
+
+def _build(outs: list[Any], inputs: list[Any], target: str) -> Any:
+    from kiln.driver import build
+
+    func = te.lower(topi.schedule_for(outs, target), [*inputs, *outs])
+    assert tir.verify_well_formed(func) == []
+    return build(func, target=target)
+
+
+@pytest.mark.parametrize(
+    ("make", "target"),
+    [
+        (x86.conv2d_nchwc, "c"),
+        pytest.param(x86.conv2d_nchwc, AVX2, marks=needs_avx2),
+        (topi.nn.conv2d_nchwc, "c"),
+    ],
+    ids=["x86", "x86-avx2", "plain"],
+)
+def test_conv2d_nchwc_against_numpy(make: Any, target: str, rng: np.random.Generator) -> None:
+    """Every kind of convolution with a relu epilogue; the x86 computes are the tiled kernel
+    (never the generic fallback) and their tile fits the target's registers."""
+    inputs, outs, arrays, wants = [], [], [], []
+    for k, case in enumerate(CASES):
+        ts, arrs, want, (s, p, d, g) = _operands(case, k, rng)
+        extra = {"target": target} if make is x86.conv2d_nchwc else {}
+        outs.append(topi.relu(make(*ts, s, p, d, g, name=f"y{k}", **extra)))
+        inputs += ts
+        arrays += arrs
+        wants.append(want)
+    if make is x86.conv2d_nchwc:
+        regs = Target(target).cpu.vector_registers
+        for y in outs:
+            acc = y.op.input_tensors[0].op.input_tensors[0]
+            assert acc.op.tag == ACC_TAG
+            tile = acc.op.attrs["tile"]
+            assert tile.pixels * tile.vectors + tile.taps * tile.vectors + 2 <= regs
+    results = [np.zeros(shape_of(t), "float32") for t in outs]
+    _build(outs, inputs, target)["main"](*arrays, *results)
+    for case, got, want in zip(CASES, results, wants):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(case))
+
+
+def test_against_torch_and_symbolic_batch(rng: np.random.Generator) -> None:
+    """A strided 3x3 convolution against PyTorch; a symbolic batch gets the generic compute
+    (correct, run at two batch sizes)."""
+    torch = pytest.importorskip("torch")
+    x = rng.standard_normal((2, 32, 14, 14)).astype("float32")
+    f = rng.standard_normal((64, 32, 3, 3)).astype("float32")
+    n = te.size_var("n")
+    xt = te.placeholder((n, 2, 14, 14, 16), name="x")
+    st = te.placeholder((2, 2, 14, 14, 16), name="xs")
+    ft = te.placeholder((2, 2, 3, 3, 16, 32), name="f")
+    sym = x86.conv2d_nchwc(xt, ft, 2, 1)
+    fixed = x86.conv2d_nchwc(st, ft, 2, 1, name="fixed")
+    assert sym.op.reduce_axis and fixed.op.input_tensors[0].op.tag == ACC_TAG
+    mod = _build([sym, fixed], [xt, st, ft], "c")
+    xb, fb = transform_array(x, "NCHW", "NCHW16c"), transform_array(f, "OIHW", "OIHW16i32o")
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(f), stride=2, padding=1)
+    want_b = transform_array(want.numpy(), "NCHW", "NCHW32c")
+    got_sym, got = np.zeros((2, 2, 7, 7, 32), "float32"), np.zeros((2, 2, 7, 7, 32), "float32")
+    mod["main"](xb, xb, fb, got_sym, got)
+    np.testing.assert_allclose(got, want_b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_sym, want_b, rtol=1e-4, atol=1e-4)
+    one = np.zeros((1, 2, 7, 7, 32), "float32")
+    mod["main"](xb[:1], xb, fb, one, got)
+    np.testing.assert_allclose(one, want_b[:1], rtol=1e-4, atol=1e-4)
+
+
+def test_tiles_per_shape_and_isa() -> None:
+    """Tiles keep every accumulator and the filter vectors in registers, use the target's
+    vector width, and cover the output rows without padding where a full tile can."""
+    f32 = DataType.parse("float32")
+    avx512, avx2 = Target("c -mcpu=skylake-avx512"), Target(AVX2)
+    assert max_pixels(avx512, 2) == 14 and max_pixels(avx2, 2) == 6
+    assert nchwc_tile(56, 56, 32, f32, avx512) == NchwcTile(1, 14, 2)
+    assert nchwc_tile(7, 7, 32, f32, avx512) == NchwcTile(1, 7, 2)
+    assert nchwc_tile(56, 56, 16, f32, avx512) == NchwcTile(1, 28, 1)
+    assert nchwc_tile(56, 56, 16, f32, avx2).pixels == 6
+    # a row of 3 taps unrolled where 6+ pixels still fit: 11 with AVX-512, 1x8 divides 56
+    assert max_pixels(avx512, 2, 3) == 11 and max_pixels(avx2, 2, 3) < 6
+    assert nchwc_tile(56, 56, 32, f32, avx512, 3) == NchwcTile(1, 8, 2, taps=3)
+    at28 = nchwc_tile(28, 28, 32, f32, avx512, 3)
+    assert at28.taps == 3 and 28 % at28.th == 0 and 28 % at28.tw == 0
+    assert nchwc_tile(56, 56, 16, f32, avx2, 3).taps == 1
+    for tgt in (avx512, avx2):
+        regs = tgt.cpu.vector_registers
+        for oh, ow, ob in [(56, 56, 32), (7, 7, 16), (28, 28, 8), (112, 112, 16), (3, 5, 32)]:
+            tile = nchwc_tile(oh, ow, ob, f32, tgt, 3)
+            assert tile.vectors == -(-ob // (tgt.vector_bytes // 4))
+            fit = tile.pixels * tile.vectors + tile.taps * tile.vectors + 2
+            assert fit <= regs, (tgt, oh, ow, ob)
+
+
+HOST_ISA = Target("c").cpu.isa
+
+
+@pytest.mark.parametrize(
+    ("target", "reg", "stride"),
+    [
+        pytest.param(AVX2, "ymm", 1, id="avx2", marks=needs_avx2),
+        pytest.param(AVX2, "ymm", 2, id="avx2-strided", marks=needs_avx2),
+        pytest.param(
+            "c",
+            "zmm",
+            1,
+            id="avx512-host",
+            marks=pytest.mark.skipif(
+                HOST_ISA != "avx512",
+                reason=f"the host has no AVX-512 (Target('c').cpu.isa is {HOST_ISA!r}); the "
+                "avx2 cases cover this machine's kernels",
+            ),
+        ),
+        pytest.param(
+            "c",
+            "zmm",
+            2,
+            id="avx512-host-strided",
+            marks=pytest.mark.skipif(HOST_ISA != "avx512", reason="the host has no AVX-512"),
+        ),
+    ],
+)
+def test_micro_kernel_keeps_accumulators_in_registers(
+    target: str, reg: str, stride: int, rng: np.random.Generator
+) -> None:
+    """The NCHWc micro-kernel for AVX2 and the AVX-512 host, dense and strided: right against
+    numpy, FMAs on the target's registers only, one register per accumulator (pixels x
+    vectors), no vector spill in the inner loop, and no gather (the input is broadcast)."""
+    tgt = Target(target)
+    lanes = tgt.vector_bytes // 4
+    ob = 2 * lanes
+    x = rng.standard_normal((1, 32, 12, 28)).astype("float32")
+    f = rng.standard_normal((ob, 32, 3, 3)).astype("float32")
+    xb, fb = transform_array(x, "NCHW", "NCHW16c"), transform_array(f, "OIHW", f"OIHW16i{ob}o")
+    xt, ft = te.placeholder(xb.shape, name="x"), te.placeholder(fb.shape, name="f")
+    y = x86.conv2d_nchwc(xt, ft, stride, 1, target=tgt)
+    tile = y.op.input_tensors[0].op.attrs["tile"]
+    assert tile.vectors == 2 and tile.pixels <= max_pixels(tgt, 2, tile.taps)
+    assert tile.taps == (3 if reg == "zmm" else 1)  # the row of taps unrolled with AVX-512
+    mod = _build([y], [xt, ft], target)
+    got = np.zeros(shape_of(y), "float32")
+    mod["main"](xb, fb, got)
+    want = transform_array(conv_ref(x, f, stride, 1, 1, 1), "NCHW", f"NCHW{ob}c")
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    asm = machine_code(mod)
+    if reg == "ymm":
+        assert "%zmm" not in asm, "AVX2 code uses AVX-512 registers"
+    hot = hot_loop(asm)
+    fmas = [ln for ln in hot if "vfmadd" in ln]
+    accumulators = tile.pixels * tile.vectors
+    assert len(fmas) >= accumulators * tile.taps
+    assert len(fmas) >= accumulators and all(f"%{reg}" in ln for ln in fmas)
+    assert len(fma_accumulators(hot)) >= accumulators, "\n".join(hot)
+    assert not vector_spills(hot), "vector registers spilled:\n" + "\n".join(hot)
+    assert not [ln for ln in hot if "gather" in ln or "vpinsr" in ln or "vinsert" in ln]
+
+
+def _err(fn: Any, *parts: str) -> None:
+    with pytest.raises((IRError, IRValueError)) as info:
+        fn()
+    for p in parts:
+        assert p in str(info.value), str(info.value)
+
+
+def test_bad_input_names_operator_and_tensor() -> None:
+    x = te.placeholder((1, 2, 8, 8, 16), name="img")
+    f = te.placeholder((1, 2, 3, 3, 16, 16), name="filt")
+    conv = topi.nn.conv2d_nchwc
+    _err(lambda: conv(te.placeholder((1, 32, 8, 8), name="flat"), f), "'flat'", "5-D")
+    _err(lambda: conv(x, f, groups=3), "'img'", "'filt'", "groups=3")
+    ints = te.placeholder((1, 2, 3, 3, 16, 16), "int32", name="ints")
+    _err(lambda: x86.conv2d_nchwc(x, ints), "conv2d_nchwc", "dtypes")
+    _err(lambda: conv(x, f, stride=0), "stride")
+    big = te.placeholder((1, 2, 9, 9, 16, 16), name="big")
+    _err(lambda: x86.conv2d_nchwc(x, big), "does not fit")
+
+
+def test_channel_blocks_loop_inside_the_tiles_when_all_filters_fit_in_l2() -> None:
+    """Small filters (a 1x1 of 256 -> 64): every spatial tile loops over all output blocks, its
+    input read from L1; large filters (3x3, 512 -> 512) and a single block keep the blocks
+    outermost. Both orders are checked against numpy by the tests above."""
+    x = te.placeholder((1, 8, 14, 14, 32), name="x")
+    one_by_one = te.placeholder((2, 8, 1, 1, 32, 32), name="f1")
+    wide = te.placeholder((16, 16, 3, 3, 32, 32), name="f3")
+    single = te.placeholder((1, 8, 3, 3, 32, 32), name="fs")
+
+    def tile(f: Any, data: Any = x) -> NchwcTile:
+        return x86.conv2d_nchwc(data, f, 1, 1).op.input_tensors[0].op.attrs["tile"]
+
+    assert tile(one_by_one).blocks_inner
+    assert not tile(wide, te.placeholder((1, 16, 14, 14, 32), name="x16")).blocks_inner
+    assert not tile(single).blocks_inner
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_kernel_is_vectorized_along_the_channel_block(
+    stride: int, rng: np.random.Generator
+) -> None:
+    """Depthwise (MobileNet's 3x3, dense and strided): right against numpy; its hot loop does
+    full-width vector FMAs on whole channel blocks, with no gather and no lane-by-lane insert,
+    and a row of taps unrolled (at least pixels x taps FMAs per iteration)."""
+    tgt = Target("c")
+    width = tgt.vector_bytes // 4
+    reg = "zmm" if width == 16 else "ymm"
+    cb = 2 * width
+    x = rng.standard_normal((1, 2 * cb, 13, 30)).astype("float32")
+    f = rng.standard_normal((2 * cb, 1, 3, 3)).astype("float32")
+    xb, fb = transform_array(x, "NCHW", f"NCHW{cb}c"), transform_array(f, "OIHW", f"OIHW1i{cb}o")
+    xt, ft = te.placeholder(xb.shape, name="x"), te.placeholder(fb.shape, name="f")
+    y = x86.conv2d_nchwc(xt, ft, stride, 1, 1, 2 * cb)
+    tile = y.op.input_tensors[0].op.attrs["tile"]
+    mod = _build([y], [xt, ft], "c")
+    got = np.zeros(shape_of(y), "float32")
+    mod["main"](xb, fb, got)
+    want = transform_array(conv_ref(x, f, stride, 1, 1, 2 * cb), "NCHW", f"NCHW{cb}c")
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    hot = hot_loop(machine_code(mod))
+    fmas = [ln for ln in hot if "vfmadd" in ln]
+    assert len(fmas) >= tile.pixels * tile.vectors * 3, "\n".join(hot)
+    assert all(f"%{reg}" in ln for ln in fmas)
+    assert not [ln for ln in hot if "gather" in ln or "vpinsr" in ln or "vinsert" in ln]
