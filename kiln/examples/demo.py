@@ -1,5 +1,6 @@
 """kiln's main job: compile a small model, run it in both VM modes, check it, time it, profile it,
-export it -- then the single-kernel examples.
+export it; then compile an ONNX model from its file and check it against onnxruntime -- then
+the single-kernel examples.
 
 Run with ``python -m kiln.examples.demo`` (or ``make demo``). The model is the bundled ``R``
 script MLP (`kiln.examples.models.mlp`: 64 -> 128 -> 128 -> 10, softmax, symbolic batch). It is
@@ -8,7 +9,11 @@ per layer -- ``default_fused_matmul_add_relu`` -- and scheduled for the CPU, VM 
 the system compiler, cached on disk), called with numpy arrays, compared with the same model in
 numpy, and timed against it (median time per call). The compiled-mode model's per-kernel
 profile (one row per fused kernel) is printed, and it is exported as one shared library,
-loaded back with `kiln.load` and checked again; the path is printed. Then `kiln.examples.kernels`
+loaded back with `kiln.load` and checked again; the path is printed. Then the bundled ONNX CNN
+(`kiln.examples.models.cnn_onnx`) is saved as ``cnn.onnx``, compiled with
+``kiln.compile("cnn.onnx")`` (the frontend, the graph passes, NCHWc convolutions), called at two
+batch sizes by input name, and compared with onnxruntime on the same file (when ``onnx`` or
+``onnxruntime`` is not installed the step says so and is skipped). Then `kiln.examples.kernels`
 builds and times single kernels.
 """
 
@@ -72,6 +77,36 @@ def run_model(batch: int, repeat: int, out_dir: Path) -> Path:
     return path
 
 
+def run_onnx(repeat: int, out_dir: Path) -> None:
+    """Compile the bundled ONNX CNN from its file, check it against onnxruntime, time both."""
+    try:
+        import onnx
+        import onnxruntime as ort
+
+        from kiln.examples.models.cnn_onnx import cnn_onnx_model
+    except ImportError as e:
+        print(f"\nONNX step skipped: {e.name} is not installed (pip install 'kiln[onnx]')")
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "cnn.onnx"
+    onnx.save(cnn_onnx_model(), path)
+    print(f"\nONNX model {path}: residual CNN, conv/bn/relu/pool/depthwise/gemm, batch symbolic")
+    start = time.perf_counter()
+    model = kiln.compile(str(path))
+    print(f"kiln.compile({path.name!r}): {time.perf_counter() - start:.2f} s")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    print(f"{'batch':>5} {'kiln us':>9} {'onnxruntime us':>15}  check")
+    for batch in (1, 8):
+        image = rng.standard_normal((batch, 3, 32, 32)).astype("float32")
+        want = session.run(None, {"image": image})[0]
+        got = model(image=image).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+        us = median_us(lambda m=model, a=image: m(image=a), repeat)
+        ort_us = median_us(lambda a=image: session.run(None, {"image": a}), repeat)
+        print(f"{batch:>5} {us:>9.1f} {ort_us:>15.1f}  ok (vs onnxruntime, rtol 2e-3)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20, help="timed samples per row")
@@ -80,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out_dir = args.out if args.out is not None else config.load().cache_dir / "demo"
     run_model(args.batch, args.repeat, out_dir)
+    run_onnx(args.repeat, out_dir)
     print("\nsingle kernels:")
     return kernels.main(["--repeat", str(args.repeat)])
 
