@@ -123,8 +123,8 @@ EXP5_POLY = (
 """``exp(r) ~= P(r)`` on ``|r| <= ln2/2``, degree 5, highest degree first (relative fit error
 9.4e-8): `exp_nonpositive`'s polynomial, one term shorter than `EXP_POLY`'s."""
 
-GELU_P = tuple(0.5 * SQRT_HALF * c / 2.0 ** k for k, c in enumerate(reversed(ERF_P)))[::-1]
-GELU_Q = tuple(c / 2.0 ** k for k, c in enumerate(reversed(ERF_Q)))[::-1]
+GELU_P = tuple(0.5 * SQRT_HALF * c / 2.0**k for k, c in enumerate(reversed(ERF_P)))[::-1]
+GELU_Q = tuple(c / 2.0**k for k, c in enumerate(reversed(ERF_Q)))[::-1]
 """`ERF_P` / `ERF_Q` rewritten for `gelu`: ``erf(x / sqrt(2)) / 2 ~= x * GELU_P(t) / GELU_Q(t)``
 with ``t = x * x`` (the ``1/sqrt(2)`` and the ``1/2`` folded into the coefficients)."""
 GELU_BIG = ERF_BIG / SQRT_HALF
