@@ -31,6 +31,14 @@ bounds, with some margin):
 - `sigmoid`: 2.3 ulp where the result is above 1e-30 (below that ``1 + exp(-x)`` overflows in
   float32 and the result is 0, as with libm's ``expf``).
 
+Two fused builders that topi calls directly (in every loop, vectorized or not), checked in
+tests/tir/test_math_approx.py over dense samples, range ends and special values:
+
+- `exp_nonpositive` (softmax's ``exp(x - max)``): 1.95 ulp over ``[-87.3, 0]`` (a degree-5
+  polynomial: one FMA less than `exp`'s, for about 1 ulp more);
+- `gelu` (float32 GELU, erf form): absolute error 8.9e-7 (at ``|x|`` near 5, where the
+  result's own half ulp is 2.4e-7), exact beyond ``|x| > GELU_BIG``.
+
 The coefficients were fitted for kiln: polynomials by least squares on the relative error with
 iterative reweighting toward minimax (numpy, float64), the erf quotient by iterated linearized
 least squares on its relative error.
@@ -262,17 +270,21 @@ def exp_nonpositive(x: PrimExpr) -> PrimExpr:
 
 def gelu(x: PrimExpr) -> PrimExpr:
     """GELU, erf form: ``x * Phi(x) = x/2 + x * erf(x / sqrt(2)) / 2``, computed as
-    ``x * D + x/2`` with ``D = x * GELU_P(x*x) / GELU_Q(x*x)`` (one rational, no separate
-    ``x / sqrt(2)``, ``1 + erf`` or ``* 0.5`` steps); beyond ``|x| > GELU_BIG``, ``D = +-1/2``
-    exactly, so the result is ``x`` or 0. NaN gives NaN, ``inf`` gives ``inf`` and ``-inf``
-    gives NaN (``-inf * 0``, as the unfused formula). NOTE: binds nothing with `Let` (TE
-    computes use it)."""
+    ``x * D + x/2`` with ``D = x * GELU_P(t) / GELU_Q(t)``, ``t = x*x`` (one rational, no
+    separate ``x / sqrt(2)``, ``1 + erf`` or ``* 0.5`` steps). Where ``t > GELU_BIG**2``,
+    ``D = copysign(1/2, x)`` exactly (one comparison, on ``t``; the sign from ``x``'s bits), so
+    the result is ``x`` or 0. NaN gives NaN, ``inf`` gives ``inf`` and ``-inf`` gives NaN
+    (``-inf * 0``, as the unfused formula). NOTE: binds nothing with `Let` (TE computes use
+    it)."""
     _check("gelu", x)
-    big, half = _const(GELU_BIG, x), _const(0.5, x)
     t = x * x
     d = x * _horner(GELU_P, t) / _horner(GELU_Q, t)
-    d = Select(LT(big, x), half, Select(LT(x, _const(-GELU_BIG, x)), _const(-0.5, x), d))
-    return x * d + x * half
+    bits = _as_int(x)
+    sign = tir_op.call_intrin(bits.dtype, "bitwise_and", bits, _const(-0x80000000, x, I32))
+    half_bits = _const(0x3F000000, x, I32)
+    signed_half = _as_float(tir_op.call_intrin(sign.dtype, "bitwise_or", sign, half_bits))
+    d = Select(LT(_const(GELU_BIG * GELU_BIG, x), t), signed_half, d)
+    return x * d + x * _const(0.5, x)
 
 
 def log(x: PrimExpr) -> PrimExpr:
