@@ -14,6 +14,7 @@ from kiln.ir import Target
 from kiln.tir.attrs import PARALLEL_GRAIN
 from kiln.topi.generic import recompute_for, rfactor
 from kiln.topi.generic.common import ACCUMULATOR_VECTORS, SCHEDULES, ScheduleContext
+from kiln.topi.generic.nn import SOFTMAX_ACC_FACTOR
 from tests.topi.conftest import allocations_of, loops_of
 
 ACC = ACCUMULATOR_VECTORS * Target("c").vector_bytes // 4
@@ -90,7 +91,7 @@ def test_softmax_keeps_exp_once_and_row_values_in_scratch() -> None:
     x = te.placeholder((1024, 1024), name="x")
     f = _lower(topi.nn.softmax(x), [x])
     sizes = sorted(_alloc_elems(f))
-    assert sizes[-1] == 1024 and sizes[-2] <= ACC  # exp(x - max) of one row, then row values
+    assert sizes[-1] == 1024 and sizes[-2] <= SOFTMAX_ACC_FACTOR * ACC  # one row of exp, partials
     assert _kinds(f).count(tir.ForKind.PARALLEL) == 1
     small = te.placeholder((128, 1024), name="s")  # ~50 us on one core: one thread
     assert tir.ForKind.PARALLEL not in _kinds(_lower(topi.nn.softmax(small), [small]))
