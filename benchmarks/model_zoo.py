@@ -8,13 +8,14 @@ those names, so one ``.npz`` of inputs feeds kiln, onnxruntime and torch alike.
 
 from __future__ import annotations
 
-import io
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
+
+from kiln.examples.models import torch_nets
+from kiln.examples.models.torch_nets import Attention, Block
 
 nn = torch.nn
 F = torch.nn.functional
@@ -55,26 +56,6 @@ class SmallCNN(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
 
 
-class Block(nn.Module):
-    """A ResNet basic block."""
-
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.b1 = nn.BatchNorm2d(cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.b2 = nn.BatchNorm2d(cout)
-        self.short = None
-        if stride != 1 or cin != cout:
-            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                       nn.BatchNorm2d(cout))  # fmt: skip
-
-    def forward(self, x: Any) -> Any:
-        h = F.relu(self.b1(self.c1(x)))
-        h = self.b2(self.c2(h))
-        return F.relu(h + (x if self.short is None else self.short(x)))
-
-
 class ResNet18(nn.Module):
     """ResNet-18 (widths 64..512, two basic blocks per stage, 1000 classes)."""
 
@@ -93,22 +74,6 @@ class ResNet18(nn.Module):
     def forward(self, x: Any) -> Any:
         h = self.stages(self.stem(x))
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
-
-
-class Attention(nn.Module):
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.heads, self.d = heads, d
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
-
-    def forward(self, x: Any, mask: Any) -> Any:
-        b, t, _ = x.shape
-        q, k, v = self.qkv(x).split(self.d, dim=-1)
-        q, k, v = (z.reshape(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
-        att = q @ k.transpose(-1, -2) / (self.d // self.heads) ** 0.5
-        att = att.masked_fill(mask, float("-inf")).softmax(-1)
-        return self.out((att @ v).transpose(1, 2).reshape(b, t, self.d))
 
 
 class Encoder(nn.Module):
@@ -198,10 +163,5 @@ def inputs(name: str) -> dict[str, np.ndarray]:
 
 def export_onnx(module: nn.Module, feeds: dict[str, np.ndarray]) -> bytes:
     """``module`` as ONNX (opset 17, the TorchScript exporter), inputs named as in ``feeds``."""
-    buf = io.BytesIO()
-    args = tuple(torch.from_numpy(v) for v in feeds.values())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, args, buf, dynamo=False, input_names=list(feeds),
-                          output_names=["out"], opset_version=17)  # fmt: skip
-    return buf.getvalue()
+    args = [torch.from_numpy(v) for v in feeds.values()]
+    return torch_nets.export_onnx(module, args, list(feeds))

@@ -3,8 +3,6 @@ the TorchScript exporter (``dynamo=False``), and a helper comparing kiln with on
 
 from __future__ import annotations
 
-import io
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,31 +14,9 @@ ort = pytest.importorskip("onnxruntime")
 nn = torch.nn
 F = torch.nn.functional
 
+from kiln.examples.models.torch_nets import Attention, Block, export_onnx  # noqa: E402, F401
+
 TOL = 2e-3
-
-
-def export_onnx(
-    module: Any,
-    args: Sequence[Any],
-    names: Sequence[str],
-    dynamic: dict[str, dict[int, str]] | None = None,
-    opset: int = 17,
-) -> bytes:
-    """``module`` as ONNX bytes (inputs named ``names``; ``dynamic``: symbolic axes)."""
-    buf = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module.eval(),
-            tuple(args),
-            buf,
-            dynamo=False,
-            input_names=list(names),
-            output_names=["out"],
-            dynamic_axes=dynamic or {},
-            opset_version=opset,
-        )
-    return buf.getvalue()
 
 
 def ort_run(model: bytes, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -102,26 +78,6 @@ class CNN(nn.Module):
         return self.fc(torch.flatten(h, 1))
 
 
-class Block(nn.Module):
-    """A ResNet basic block (two 3x3 convs, batch norm, a projection when the shape changes)."""
-
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.b1 = nn.BatchNorm2d(cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.b2 = nn.BatchNorm2d(cout)
-        self.short = None
-        if stride != 1 or cin != cout:
-            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                       nn.BatchNorm2d(cout))  # fmt: skip
-
-    def forward(self, x: Any) -> Any:
-        h = F.relu(self.b1(self.c1(x)))
-        h = self.b2(self.c2(h))
-        return F.relu(h + (x if self.short is None else self.short(x)))
-
-
 class ResNet(nn.Module):
     """ResNet-style: a stem, ``layers`` stages of basic blocks, global pooling, a classifier
     (``widths=(64, 128, 256, 512), blocks=2`` is ResNet-18)."""
@@ -142,23 +98,6 @@ class ResNet(nn.Module):
     def forward(self, x: Any) -> Any:
         h = self.stages(self.stem(x))
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
-
-
-class Attention(nn.Module):
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.heads, self.d = heads, d
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
-
-    def forward(self, x: Any, mask: Any) -> Any:
-        b, t, _ = x.shape
-        q, k, v = self.qkv(x).split(self.d, dim=-1)
-        q, k, v = (z.reshape(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
-        att = q @ k.transpose(-1, -2) / (self.d // self.heads) ** 0.5
-        att = att.masked_fill(mask, float("-inf")).softmax(-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, self.d)
-        return self.out(y)
 
 
 class EncoderLayer(nn.Module):
