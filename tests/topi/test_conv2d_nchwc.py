@@ -118,6 +118,29 @@ def test_against_torch_and_symbolic_batch(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(one, want_b[:1], rtol=1e-4, atol=1e-4)
 
 
+def _guards(outs: list[Any], inputs: list[Any]) -> int:
+    from kiln.ir.visitor import pre_order_nodes
+    from kiln.tir.stmt import IfThenElse
+
+    func = te.lower(topi.schedule_for(outs, "c"), [*inputs, *outs])
+    return sum(isinstance(s, IfThenElse) for s in pre_order_nodes(func.body))
+
+
+def test_symbolic_batch_shares_the_threads_without_guards() -> None:
+    """A convolution big enough for threads on one image fuses the symbolic batch with the
+    tile loop it runs in parallel (grain set at run time); the tiles then need no more guards
+    than with a constant batch (bound inference divides ``n * tiles`` exactly)."""
+    n = te.var("n", "int64")
+    xt = te.placeholder((n, 4, 56, 56, 16), name="x")
+    st = te.placeholder((1, 4, 56, 56, 16), name="xs")
+    ft = te.placeholder((2, 4, 3, 3, 16, 32), name="f")
+    sym, fixed = x86.conv2d_nchwc(xt, ft, 1, 1), x86.conv2d_nchwc(st, ft, 1, 1)
+    assert _guards([sym], [xt, ft]) == _guards([fixed], [st, ft])
+    func = te.lower(topi.schedule_for([sym], "c"), [xt, ft, sym])
+    text = str(func)
+    assert "T.parallel(n * " in text and "pragma_parallel_grain" in text
+
+
 def test_tiles_per_shape_and_isa() -> None:
     """Tiles keep every accumulator and the filter vectors in registers, use the target's
     vector width, and cover the output rows without padding where a full tile can."""

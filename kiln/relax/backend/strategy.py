@@ -4,8 +4,9 @@ An operator's record holds its target-independent definition (``legalize``, comp
 `kiln.topi`). For a CPU target, the operator library also has CPU computes of the same values
 for the compute-heavy anchors (`kiln.topi.x86`: packed, padded stages that `schedule_for` turns
 into register-blocked kernels whose element-wise epilogue is written in the same loop nest as
-the output). `compute_for` picks that one when it applies (constant shapes, no dtype change)
-and the record's legalization otherwise. NOTE: the table is keyed by operator name, as TVM's
+the output). `compute_for` picks that one when it applies (constant shapes -- a blocked
+convolution's batch may be symbolic --, no dtype change) and the record's legalization
+otherwise. NOTE: the table is keyed by operator name, as TVM's
 op strategies are; the record stays the one place that defines what an operator computes.
 """
 

@@ -3,7 +3,8 @@
 For a CPU target, in each dataflow block of every graph function that is not primitive,
 external or a ``Compiler`` function (other blocks are left alone):
 
-- ``conv2d`` (NCHW / OIHW, a `Constant` weight, constant shapes, the data's dtype) becomes a
+- ``conv2d`` (NCHW / OIHW, a `Constant` weight, constant shapes except perhaps a symbolic batch
+  N, the data's dtype) becomes a
   conv2d over channel-blocked layouts (`kiln.topi.x86.conv2d_nchwc`): data ``NCHW<cb>c``,
   weight ``OIHW<ki>i<ob>o``, output ``NCHW<ob>c``. ``ob`` is `channel_block` of the output channels
   per group; ``cb`` is the data's block when it already has one that fits, else
@@ -25,6 +26,9 @@ external or a ``Compiler`` function (other blocks are left alone):
   rank 2 or 3 becomes ``matmul_packed(x, layout_transform(w, "KN", "NK<cols>n"), N)`` with the
   column panels of the register tile `kiln.topi.x86.cpu.matmul_tile` picks, packed once by
   `FoldConstant` instead of by the kernel on every call.
+
+A symbolic batch (only the first dimension symbolic, `batch_dims`) is carried through every
+rule but the matmul one: the blocked kernels loop over the images outermost.
 
 Postcondition: every function computes what it did; its parameters and results keep their
 layouts.

@@ -171,7 +171,8 @@ def conv2d_nchwc(
 ) -> Tensor:
     """Blocked 2-D convolution as padded CPU stages tiled for ``target`` (default: the host;
     other arguments as `kiln.topi.nn.conv2d_nchwc.conv2d_nchwc`). Blockings the kernel does
-    not cover (`kernel_applies`) and symbolic shapes get the generic compute."""
+    not cover (`kernel_applies`) and symbolic spatial extents get the generic compute; a
+    symbolic batch keeps the kernel (the images are the outermost loop)."""
     b = blocked_conv(CONV2D_NCHWC, data, kernel, stride, padding, dilation, groups)
     d = b.dims
     static = all(const_int(e) is not None for e in (d.h, d.w))
@@ -208,7 +209,7 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     streams past them. With ``tile.blocks_inner`` (all filters fit in L2):
     ``(n, row tile, column tile, channel block)``: the input of a tile is read from L1 for every
     block instead of from memory once per block (1x1 and strided convolutions read much input
-    per filter tap).
+    per filter tap). A symbolic batch: see `_parallel_images`.
     """
     tile: NchwcTile = acc.op.attrs["tile"]
     work = common.work_of(acc.op)
