@@ -213,7 +213,7 @@ def _over_loops(f: Linear, loops: Loops) -> Interval | None:
     lo, hi = Linear({}, f.const), Linear({}, f.const)
     for atom, c in f.items():
         if atom in loops or _mentions(atom, loops):
-            got = (Linear(), linear(loops[atom])) if atom in loops else _atom_interval(atom, loops)  # type: ignore[index]
+            got = interval(atom, loops)  # a loop, or a floor division / modulo of loops
             if got is None:
                 return None
             first, span = got[0].scaled(c), got[1].plus(Linear({}, -1)).scaled(c)

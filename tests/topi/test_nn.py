@@ -222,6 +222,7 @@ def test_blocked_pools_with_a_symbolic_batch() -> None:
     got_avg, got_max = np.zeros((3, 2, 5, 5, 16), "float32"), np.zeros((3, 2, 5, 5, 16), "float32")
     f(xa, got_avg, got_max)
     padded = np.pad(xa, ((0, 0), (0, 0), (1, 1), (1, 1), (0, 0)), constant_values=np.nan)
-    wins = np.stack([padded[:, :, i : i + 9 : 2, j : j + 9 : 2] for i in range(3) for j in range(3)])
+    taps = [(i, j) for i in range(3) for j in range(3)]
+    wins = np.stack([padded[:, :, i : i + 9 : 2, j : j + 9 : 2] for i, j in taps])
     np.testing.assert_allclose(got_max, np.nanmax(wins, axis=0), rtol=1e-6)
     np.testing.assert_allclose(got_avg, np.nanmean(wins, axis=0), rtol=1e-5, atol=1e-6)
