@@ -45,6 +45,11 @@ def divisible(lin: Linear, c: int) -> bool:
     return lin.const % c == 0 and all(v % c == 0 for v in lin.terms.values())
 
 
+def _divided(lin: Linear, c: int) -> Linear:
+    """``lin / c`` for a ``lin`` that `divisible` says ``c`` divides."""
+    return Linear({k: v // c for k, v in lin.terms.items()}, lin.const // c)
+
+
 def _mentions(e: PrimExpr, loops: Loops) -> bool:
     return any(isinstance(n, Var) and n in loops for n in pre_order_nodes(e))
 
@@ -83,9 +88,14 @@ def _atom_interval(atom: PrimExpr, varying: Loops) -> Interval | None:
         if inner and inner[1].is_const and inner[1].const <= c and divisible(inner[0], c):
             return Linear(), inner[1]
         return Linear(), Linear({}, c)
-    if inner is None or not inner[1].is_const:
+    if inner is None:
         return None
     x_lo, x_ext = inner
+    if divisible(x_lo, c) and divisible(x_ext, c):
+        # NOTE: exact for symbolic extents too (a fused batch loop ``b * n`` split by ``n``)
+        return _divided(x_lo, c), _divided(x_ext, c)
+    if not x_ext.is_const:
+        return None
     x_lo_expr = from_linear(x_lo, dt)
     if x_lo_expr is None:
         return None
@@ -202,11 +212,13 @@ def _over_loops(f: Linear, loops: Loops) -> Interval | None:
     """(lowest, highest) value of ``f`` over every loop's full range, as linear forms."""
     lo, hi = Linear({}, f.const), Linear({}, f.const)
     for atom, c in f.items():
-        if atom in loops:
-            span = linear(loops[atom]).plus(Linear({}, -1)).scaled(c)  # type: ignore[index]
+        if atom in loops or _mentions(atom, loops):
+            got = interval(atom, loops)  # a loop, or a floor division / modulo of loops
+            if got is None:
+                return None
+            first, span = got[0].scaled(c), got[1].plus(Linear({}, -1)).scaled(c)
+            lo, hi = lo.plus(first), hi.plus(first)
             lo, hi = (lo.plus(span), hi) if c < 0 else (lo, hi.plus(span))
-        elif _mentions(atom, loops):
-            return None
         else:
             lo, hi = lo.add_term(atom, c), hi.add_term(atom, c)
     return lo, hi

@@ -33,6 +33,7 @@ from kiln.tir.expr import (
     is_const_int,
 )
 from kiln.tir.functor import substitute
+from kiln.tir.op import cast
 from kiln.tir.stmt import (
     Allocate,
     BufferStore,
@@ -114,7 +115,9 @@ def lower_value(state: LowerState, sl: StageLoops, expr: PrimExpr) -> PrimExpr:
     def load(n: ProducerLoad) -> PrimExpr:
         src = state.sch.stage_map[n.producer.op]
         mins = state.region_min(src)
-        idx = tuple(simplify(i - m) for i, m in zip(n.indices, mins))
+        # NOTE: a tensor's indices may be wider than its shape (an int32-shaped weight read
+        # at a symbolic batch's int64 loop variables): the region start takes the index's dtype
+        idx = tuple(simplify(i - cast(i.dtype, m)) for i, m in zip(n.indices, mins))
         return BufferLoad(state.buffers[src], idx)
 
     return rewrite_loads(expr, load, sl.root_values)

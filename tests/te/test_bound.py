@@ -74,3 +74,15 @@ def test_interval_of_a_floor_division_of_a_tile():
     io, ii = tir.Var("io"), tir.Var("ii")
     lo, ext = interval(tir.FloorDiv(io * 8 + ii, 4), {ii: tir.const(8)})
     assert expr(from_linear(lo, INT32)) == "(io * 2)" and ext.const == 2
+
+
+def test_interval_of_a_fused_symbolic_loop_divided_by_its_inner_extent():
+    """``fused // 19`` over a loop of ``n * 19`` iterations is ``[0, n)``, ``fused % 19`` is
+    ``[0, 19)``: exact, so a tile computed at a batch fused with a tile loop needs no guards."""
+    fused, n = tir.Var("fused"), tir.Var("n")
+    varying = {fused: n * 19}
+    lo, ext = interval(tir.FloorDiv(fused, 19), varying)
+    assert lo.is_const and lo.const == 0 and expr(from_linear(ext, INT32)) == "n"
+    lo, ext = interval(tir.FloorMod(fused, 19) * 3, varying)
+    assert lo.is_const and lo.const == 0 and ext.const == 55
+    assert interval(tir.FloorDiv(fused, 7), varying) is None  # 7 does not divide n * 19

@@ -93,8 +93,8 @@ def test_conv2d_nchwc_against_numpy(make: Any, target: str, rng: np.random.Gener
 
 
 def test_against_torch_and_symbolic_batch(rng: np.random.Generator) -> None:
-    """A strided 3x3 convolution against PyTorch; a symbolic batch gets the generic compute
-    (correct, run at two batch sizes)."""
+    """A strided 3x3 convolution against PyTorch; a symbolic batch gets the same register-tiled
+    kernel (run at two batch sizes)."""
     torch = pytest.importorskip("torch")
     x = rng.standard_normal((2, 32, 14, 14)).astype("float32")
     f = rng.standard_normal((64, 32, 3, 3)).astype("float32")
@@ -104,7 +104,7 @@ def test_against_torch_and_symbolic_batch(rng: np.random.Generator) -> None:
     ft = te.placeholder((2, 2, 3, 3, 16, 32), name="f")
     sym = x86.conv2d_nchwc(xt, ft, 2, 1)
     fixed = x86.conv2d_nchwc(st, ft, 2, 1, name="fixed")
-    assert sym.op.reduce_axis and fixed.op.input_tensors[0].op.tag == ACC_TAG
+    assert sym.op.input_tensors[0].op.tag == fixed.op.input_tensors[0].op.tag == ACC_TAG
     mod = _build([sym, fixed], [xt, st, ft], "c")
     xb, fb = transform_array(x, "NCHW", "NCHW16c"), transform_array(f, "OIHW", "OIHW16i32o")
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(f), stride=2, padding=1)
@@ -116,6 +116,29 @@ def test_against_torch_and_symbolic_batch(rng: np.random.Generator) -> None:
     one = np.zeros((1, 2, 7, 7, 32), "float32")
     mod["main"](xb[:1], xb, fb, one, got)
     np.testing.assert_allclose(one, want_b[:1], rtol=1e-4, atol=1e-4)
+
+
+def _guards(outs: list[Any], inputs: list[Any]) -> int:
+    from kiln.ir.visitor import pre_order_nodes
+    from kiln.tir.stmt import IfThenElse
+
+    func = te.lower(topi.schedule_for(outs, "c"), [*inputs, *outs])
+    return sum(isinstance(s, IfThenElse) for s in pre_order_nodes(func.body))
+
+
+def test_symbolic_batch_shares_the_threads_without_guards() -> None:
+    """A convolution big enough for threads on one image fuses the symbolic batch with the
+    tile loop it runs in parallel (grain set at run time); the tiles then need no more guards
+    than with a constant batch (bound inference divides ``n * tiles`` exactly)."""
+    n = te.var("n", "int64")
+    xt = te.placeholder((n, 4, 56, 56, 16), name="x")
+    st = te.placeholder((1, 4, 56, 56, 16), name="xs")
+    ft = te.placeholder((2, 4, 3, 3, 16, 32), name="f")
+    sym, fixed = x86.conv2d_nchwc(xt, ft, 1, 1), x86.conv2d_nchwc(st, ft, 1, 1)
+    assert _guards([sym], [xt, ft]) == _guards([fixed], [st, ft])
+    func = te.lower(topi.schedule_for([sym], "c"), [xt, ft, sym])
+    text = str(func)
+    assert "T.parallel(n * " in text and "pragma_parallel_grain" in text
 
 
 def test_tiles_per_shape_and_isa() -> None:

@@ -207,3 +207,22 @@ def test_bad_pool_geometry() -> None:
         topi.nn.max_pool2d(x, 2, padding=(1, 2, 3))
     with pytest.raises((IRError, IRValueError), match=r"avg_pool2d: tensor 'i' has dtype int32"):
         topi.nn.avg_pool2d(te.placeholder((1, 1, 4, 4), "int32", name="i"), 2)
+
+
+def test_blocked_pools_with_a_symbolic_batch() -> None:
+    """NCHWc max / average pools over an int64 batch variable, run at batch 3 (numpy windows)."""
+    from kiln.driver import build
+
+    n = te.var("n", "int64")
+    x = te.placeholder((n, 2, 9, 9, 16), name="x")
+    avg = topi.nn.avg_pool2d(x, 3, 2, 1, count_include_pad=False)
+    top = topi.nn.max_pool2d(x, 3, 2, 1)
+    f = build(te.lower(topi.schedule_for([avg, top], "c"), [x, avg, top]), target="c")["main"]
+    xa = np.random.default_rng(3).standard_normal((3, 2, 9, 9, 16)).astype("float32")
+    got_avg, got_max = np.zeros((3, 2, 5, 5, 16), "float32"), np.zeros((3, 2, 5, 5, 16), "float32")
+    f(xa, got_avg, got_max)
+    padded = np.pad(xa, ((0, 0), (0, 0), (1, 1), (1, 1), (0, 0)), constant_values=np.nan)
+    taps = [(i, j) for i in range(3) for j in range(3)]
+    wins = np.stack([padded[:, :, i : i + 9 : 2, j : j + 9 : 2] for i, j in taps])
+    np.testing.assert_allclose(got_max, np.nanmax(wins, axis=0), rtol=1e-6)
+    np.testing.assert_allclose(got_avg, np.nanmean(wins, axis=0), rtol=1e-5, atol=1e-6)

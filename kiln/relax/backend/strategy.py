@@ -4,8 +4,9 @@ An operator's record holds its target-independent definition (``legalize``, comp
 `kiln.topi`). For a CPU target, the operator library also has CPU computes of the same values
 for the compute-heavy anchors (`kiln.topi.x86`: packed, padded stages that `schedule_for` turns
 into register-blocked kernels whose element-wise epilogue is written in the same loop nest as
-the output). `compute_for` picks that one when it applies (constant shapes, no dtype change)
-and the record's legalization otherwise. NOTE: the table is keyed by operator name, as TVM's
+the output). `compute_for` picks that one when it applies (constant shapes -- a blocked
+convolution's batch may be symbolic --, no dtype change) and the record's legalization
+otherwise. NOTE: the table is keyed by operator name, as TVM's
 op strategies are; the record stays the one place that defines what an operator computes.
 """
 
@@ -23,8 +24,17 @@ from kiln.tir.expr import IntImm
 CpuCompute = Callable[[Call, list[Any], bool, Target], Any]
 
 
+def _static_dims(dims: Any) -> bool:
+    return all(isinstance(d, (int, IntImm)) for d in dims)
+
+
 def _static(*tensors: Any) -> bool:
-    return all(isinstance(d, (int, IntImm)) for t in tensors for d in t.shape)
+    return all(_static_dims(t.shape) for t in tensors)
+
+
+def _batch_only(t: Any) -> bool:
+    """Whether every dimension of ``t`` but the first (a batch) is constant."""
+    return _static_dims(t.shape[1:])
 
 
 def _conv2d(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
@@ -32,7 +42,7 @@ def _conv2d(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
     data, weight = args
     if a["out_dtype"] is not None and str(a["out_dtype"]) != str(data.dtype):
         return None
-    if not _static(data, weight):
+    if not _static(weight) or not _static(data) and (data.ndim != 5 or not _batch_only(data)):
         return None
     make = topi.x86.conv2d_nchwc if data.ndim == 5 else topi.x86.conv2d_nchw
     return make(data, weight, a["strides"], a["padding"], a["dilation"], a["groups"], target=target)

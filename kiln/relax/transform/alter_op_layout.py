@@ -3,7 +3,8 @@
 For a CPU target, in each dataflow block of every graph function that is not primitive,
 external or a ``Compiler`` function (other blocks are left alone):
 
-- ``conv2d`` (NCHW / OIHW, a `Constant` weight, constant shapes, the data's dtype) becomes a
+- ``conv2d`` (NCHW / OIHW, a `Constant` weight, constant shapes except perhaps a symbolic batch
+  N, the data's dtype) becomes a
   conv2d over channel-blocked layouts (`kiln.topi.x86.conv2d_nchwc`): data ``NCHW<cb>c``,
   weight ``OIHW<ki>i<ob>o``, output ``NCHW<ob>c``. ``ob`` is `channel_block` of the output channels
   per group; ``cb`` is the data's block when it already has one that fits, else
@@ -25,6 +26,9 @@ external or a ``Compiler`` function (other blocks are left alone):
   rank 2 or 3 becomes ``matmul_packed(x, layout_transform(w, "KN", "NK<cols>n"), N)`` with the
   column panels of the register tile `kiln.topi.x86.cpu.matmul_tile` picks, packed once by
   `FoldConstant` instead of by the kernel on every call.
+
+A symbolic batch (only the first dimension symbolic, `batch_dims`) is carried through every
+rule but the matmul one: the blocked kernels loop over the images outermost.
 
 Postcondition: every function computes what it did; its parameters and results keep their
 layouts.
@@ -75,6 +79,18 @@ def static_dims(e: Any) -> list[int] | None:
         return None
     dims = [getattr(d, "value", None) for d in sinfo.dims]
     return None if any(not isinstance(d, int) for d in dims) else dims  # type: ignore[misc]
+
+
+def batch_dims(e: Any) -> list[Any] | None:
+    """``e``'s shape when it is a tensor of known dtype whose dimensions are constant except
+    perhaps the first (a symbolic batch, kept as its expression); the rest are ints."""
+    sinfo = getattr(e, "struct_info_", None)
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None or sinfo.dtype.is_void:
+        return None
+    dims = [getattr(d, "value", d) for d in sinfo.dims]
+    if any(not isinstance(d, int) for d in dims[1:]):
+        return None
+    return dims
 
 
 @dataclass
@@ -151,7 +167,7 @@ class _Alter(ExprMutator):
         if not isinstance(value, Call) or not isinstance(value.op, Op):
             return None
         rec = find_op_def(value.op)
-        if rec is None or static_dims(value) is None:
+        if rec is None or batch_dims(value) is None:
             return None
         if rec.name == "relax.nn.conv2d":
             return self.conv2d(value)
@@ -171,7 +187,7 @@ class _Alter(ExprMutator):
     def conv2d(self, call: Call) -> tuple[Expr, int] | None:
         a = call.attrs
         x, w = call.args
-        xd, wd = static_dims(x), static_dims(w)
+        xd, wd = batch_dims(x), static_dims(w)
         dtype = x.struct_info_.dtype  # type: ignore[union-attr]
         if conv_blocks(call) is not None or xd is None or wd is None or len(xd) != 4:
             return None
@@ -210,16 +226,16 @@ class _Alter(ExprMutator):
         return self.builder.emit(relayout, "x_reblocked")
 
     def broadcast(self, call: Call) -> tuple[Expr, int] | None:
-        out = static_dims(call)
+        out = batch_dims(call)
         firsts = [self.blocked[id(a)] for a in call.args if id(a) in self.blocked]
         if out is None or len(out) != 4 or not firsts:
             return None
         block, args = firsts[0].block, []
         for arg in call.args:
-            dims = static_dims(arg)
+            dims = batch_dims(arg)
             if id(arg) in self.blocked:
                 args.append(self.blocked_input(arg, block))
-            elif dims is None or len(dims) > 4:
+            elif dims is None or len(dims) > 4 or len(dims) < 4 and static_dims(arg) is None:
                 return None
             elif not dims:
                 args.append(arg)
@@ -246,7 +262,7 @@ class _Alter(ExprMutator):
             ), first.block
         if name == "relax.nn.adaptive_avg_pool2d":
             size = a["output_size"]
-            if static_dims(call)[2:] != [1, 1] or size is not None and tuple(size) != (1, 1):
+            if batch_dims(call)[2:] != [1, 1] or size is not None and tuple(size) != (1, 1):
                 return None
             return R.mean(x, [2, 3], keepdims=True), first.block
         if name in REDUCTIONS and a["keepdims"] and a["axis"] is not None:

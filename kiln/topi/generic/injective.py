@@ -8,7 +8,8 @@ the stage is big enough):
   index division happens inside the vector loop;
 - last extent smaller than ``lanes`` with a total that is a multiple of ``lanes``: every axis is
   fused and split by ``lanes`` (the division by constant extents is cheap and the vector loop
-  has no tail);
+  has no tail); with a symbolic first axis (a batch) whose entries are whole vectors, the other
+  axes are, and the batch is fused with the outer part;
 - otherwise: ``fuse(outer axes)`` / ``last_outer`` / ``last_inner`` with a guarded tail.
 
 The outer loop runs in parallel when the stage is worth threads (`parallelize`, at
@@ -17,7 +18,7 @@ The outer loop runs in parallel when the stage is worth threads (`parallelize`, 
 
 from __future__ import annotations
 
-from kiln.te import Schedule, Tensor
+from kiln.te import AxisVar, Schedule, Tensor
 from kiln.topi.generic.common import (
     NS_PER_ELEMENT,
     ScheduleContext,
@@ -27,6 +28,13 @@ from kiln.topi.generic.common import (
     num_elements,
     parallelize,
 )
+
+
+def _batch_rows(axes: list[AxisVar], lanes: int) -> bool:
+    """Whether only the first axis (a batch) is symbolic and the others hold a multiple of
+    ``lanes`` elements: each batch entry is then whole vectors."""
+    rest = num_elements(axes[1:])
+    return len(axes) > 1 and extent(axes[0]) is None and rest is not None and rest % lanes == 0
 
 
 def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
@@ -43,6 +51,9 @@ def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
         outer = fuse_all(stage, [*axes[:-1], lo])
     elif last is not None and last < lanes and total is not None and total % lanes == 0:
         outer, li = stage.split(fuse_all(stage, axes), factor=lanes)
+    elif last is not None and last < lanes and _batch_rows(axes, lanes):
+        rows, li = stage.split(fuse_all(stage, axes[1:]), factor=lanes)
+        outer = stage.fuse(axes[0], rows)
     elif last is not None and last < lanes:
         # a short ragged row: vectorizing it would be all tail
         outer, li = fuse_all(stage, axes[:-1]), None

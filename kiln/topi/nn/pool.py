@@ -32,7 +32,7 @@ from kiln.tir.expr import Cast, Max, Min, PrimExpr, convert
 from kiln.tir.op import min_value
 from kiln.topi import tag
 from kiln.topi.reduce import mean
-from kiln.topi.utils import check_numeric, check_tensor, const_int, const_shape
+from kiln.topi.utils import check_numeric, check_tensor, const_int, show_shape
 
 
 def _pair(op: str, value: Any, what: str) -> tuple[int, int]:
@@ -122,7 +122,15 @@ class _Window:
                 f"{op}: tensor {self.x.name!r} must be NCHW (rank 4) or channel-blocked NCHWc "
                 f"(rank 5), has rank {self.x.ndim}"
             )
-        self.h, self.w = const_shape(op, self.x)[2:4]
+        dims = [const_int(d) for d in self.x.shape[1:]]
+        if any(d is None for d in dims):
+            raise IRValueError(
+                f"{op}: tensor {self.x.name!r} {show_shape(self.x)} needs constant extents "
+                "except the batch"
+            )
+        self.h, self.w = dims[1], dims[2]
+        self.index = self.x.shape[0].dtype
+        """The index dtype (int64 with a symbolic batch, whose extent may be symbolic)."""
         self.kh, self.kw = _pair(op, pool_size, "pool_size")
         self.sh, self.sw = _pair(op, strides if strides is not None else pool_size, "strides")
         self.dh, self.dw = _pair(op, dilation, "dilation")
@@ -159,8 +167,9 @@ class _Window:
 
 
 def _window_reduce(win: _Window, reducer: te.Reducer, fill: PrimExpr, name: str) -> Tensor:
-    rh = te.reduce_axis((0, win.kh), name="rh")
-    rw = te.reduce_axis((0, win.kw), name="rw")
+    zero = convert(0, win.index)
+    rh = te.reduce_axis((zero, convert(win.kh, win.index)), name="rh")
+    rw = te.reduce_axis((zero, convert(win.kw, win.index)), name="rw")
 
     def f(n: Any, c: Any, oh: Any, ow: Any, cb: Any = None) -> Any:
         block = () if cb is None else (cb,)
@@ -207,10 +216,10 @@ def avg_pool2d(
 
     def count(o: PrimExpr, s: int, p_lo: int, size: int, p_hi: int, k: int) -> PrimExpr:
         start = o * s - p_lo
-        end = Min(start + k, convert(size + p_hi))
+        end = Min(start + k, convert(size + p_hi, o.dtype))
         if count_include_pad:
             return end - start
-        return Min(end, convert(size)) - Max(start, convert(0))
+        return Min(end, convert(size, o.dtype)) - Max(start, convert(0, o.dtype))
 
     def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr, cb: Any = None) -> PrimExpr:
         ch = count(oh, win.sh, win.pt, win.h, win.pb, win.kh)

@@ -8,7 +8,7 @@ from typing import Any
 from kiln import te
 from kiln.te import AxisVar, ComputeOp, Schedule, Stage
 from kiln.topi.generic import common as generic
-from kiln.topi.generic.common import leaf_extent
+from kiln.topi.generic.common import inner_points, leaf_extent
 from kiln.topi.tag import is_injective
 from kiln.topi.utils import const_int
 
@@ -30,6 +30,15 @@ def work_of(op: Any) -> int | None:
         if ext is None:
             return None
         total *= ext
+    return total
+
+
+def work_of_reduction(op: Any) -> int:
+    """Points of the reduction of ``op`` per output element (1 without a reduction; the
+    reduction axes have constant extents)."""
+    total = 1
+    for axis in getattr(op, "reduce_axis", ()):
+        total *= const_int(axis.dom.extent) or 1
     return total
 
 
@@ -68,7 +77,8 @@ def vectorize(stage: Stage, axis: AxisVar) -> None:
 
 def schedule_pack(stage: Stage, work: int | None) -> None:
     """A root copy stage (packing, padding): the axes before the last two fused and run in
-    parallel when the consumer is worth it, the last axis vectorized.
+    parallel when the consumer and the copy are worth it (a symbolic copy: with a run-time
+    grain), the last axis vectorized.
 
     A stage whose attrs give a ``read_order`` (positions of the last two axes, ``(-1, -2)`` for
     a transposing pack) gets its two innermost loops in that order instead, unvectorized, so it
@@ -84,7 +94,11 @@ def schedule_pack(stage: Stage, work: int | None) -> None:
     order = (stage.op.attrs or {}).get("read_order")
     if order is not None:
         stage.reorder(*(axes[i] for i in order))
-    if outer and worth_parallel(work) and generic.worth_parallel(copies):
+    if outer and copies is None:
+        fused = fuse_axes(stage, outer)
+        per_iter = inner_points(stage, fused) * generic.NS_PER_ELEMENT
+        generic.parallelize(stage, fused, None, generic.NS_PER_ELEMENT, per_iter)
+    elif outer and worth_parallel(work) and generic.worth_parallel(copies):
         stage.parallel(fuse_axes(stage, outer))
     if order is None:
         vectorize(stage, axes[-1])

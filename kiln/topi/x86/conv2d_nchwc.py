@@ -133,8 +133,9 @@ def _source(data: Tensor, b: BlockedConv, tile: NchwcTile, name: str) -> Tensor:
 def _accumulate(src: Tensor, kernel: Tensor, b: BlockedConv, tile: NchwcTile, name: str) -> Tensor:
     d = b.dims
     (sh, sw), (dh, dw) = d.stride, d.dilation
-    ry = te.reduce_axis((0, d.kh), name="ry")
-    rx = te.reduce_axis((0, d.kw), name="rx")
+    it = src.shape[0].dtype  # NOTE: int64 with a symbolic batch: every index in one dtype
+    ry = te.reduce_axis((convert(0, it), convert(d.kh, it)), name="ry")
+    rx = te.reduce_axis((convert(0, it), convert(d.kw, it)), name="rx")
     if b.depthwise:
         axes = [ry, rx]
 
@@ -143,8 +144,8 @@ def _accumulate(src: Tensor, kernel: Tensor, b: BlockedConv, tile: NchwcTile, na
             return te.sum(value * kernel[oc, 0, ry, rx, 0, oi], axis=axes)
 
     else:
-        rc = te.reduce_axis((0, d.c_per_group // b.cb), name="rc")
-        ri = te.reduce_axis((0, b.cb), name="ri")
+        rc = te.reduce_axis((convert(0, it), convert(d.c_per_group // b.cb, it)), name="rc")
+        ri = te.reduce_axis((convert(0, it), convert(b.cb, it)), name="ri")
         axes = [rc, ry, rx, ri]
         per_group = d.o_per_group // b.ob
 
@@ -170,13 +171,15 @@ def conv2d_nchwc(
 ) -> Tensor:
     """Blocked 2-D convolution as padded CPU stages tiled for ``target`` (default: the host;
     other arguments as `kiln.topi.nn.conv2d_nchwc.conv2d_nchwc`). Blockings the kernel does
-    not cover (`kernel_applies`) and symbolic shapes get the generic compute."""
+    not cover (`kernel_applies`) and symbolic spatial extents get the generic compute; a
+    symbolic batch keeps the kernel (the images are the outermost loop)."""
     b = blocked_conv(CONV2D_NCHWC, data, kernel, stride, padding, dilation, groups)
     d = b.dims
-    static = all(const_int(e) is not None for e in (d.n, d.h, d.w))
+    static = all(const_int(e) is not None for e in (d.h, d.w))
     if not static or not kernel_applies(b):
         return nn_conv2d_nchwc(data, kernel, stride, padding, dilation, groups, name)
-    b = replace(b, dims=replace(d, n=const_int(d.n), h=const_int(d.h), w=const_int(d.w)))
+    n = d.n if const_int(d.n) is None else const_int(d.n)
+    b = replace(b, dims=replace(d, n=n, h=const_int(d.h), w=const_int(d.w)))
     kw = 1 if b.depthwise else b.dims.kw
     tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
     filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
@@ -206,7 +209,7 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     streams past them. With ``tile.blocks_inner`` (all filters fit in L2):
     ``(n, row tile, column tile, channel block)``: the input of a tile is read from L1 for every
     block instead of from memory once per block (1x1 and strided convolutions read much input
-    per filter tap).
+    per filter tap). A symbolic batch: see `_parallel_images`.
     """
     tile: NchwcTile = acc.op.attrs["tile"]
     work = common.work_of(acc.op)
@@ -215,7 +218,9 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
     xo, xi = out.split(x, factor=tile.tw)
     tiles = [n, yo, xo, oc] if tile.blocks_inner else [n, oc, yo, xo]
     out.reorder(*tiles, yi, xi, o)
-    if common.worth_parallel(work):
+    if work is None:
+        tiles = _parallel_images(out, acc, tiles)
+    elif common.worth_parallel(work):
         out.parallel(common.pick_parallel(out, tiles))
     out.unroll(yi)
     out.unroll(xi)
@@ -236,6 +241,24 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
         # their input vectors (loaded once per row of taps instead of once per tap and pixel)
         a.unroll(acc.op.reduce_axis[1])
     return [out, a, *common.schedule_packs(sch, acc, work)]
+
+
+def _parallel_images(out: Stage, acc: Tensor, tiles: list[Any]) -> list[Any]:
+    """Threads for a symbolic batch (``tiles[0]``, the images, outermost): the images and the
+    per-image tile loops up to the one a single image would run in parallel, fused into one
+    loop with a run-time grain (`common.parallelize_tiles`); an image too small for threads
+    runs the images alone in parallel with that grain. Returns the tile loops left."""
+    n, per_image = tiles[0], tiles[1:]
+    depth = common.work_of_reduction(acc.op)
+    points = 1
+    for axis in acc.op.axis[1:]:
+        points *= const_int(axis.dom.extent) or 1
+    if common.worth_parallel(points * depth):
+        pick = per_image.index(common.pick_parallel(out, per_image)) + 1
+        n = out.fuse(n, *per_image[:pick])
+        per_image = per_image[pick:]
+    common.parallelize_tiles(out, n, None, common.inner_points(out, n) * depth)
+    return [n, *per_image]
 
 
 def schedule_conv2d_nchwc(outs: Any, target: Any = None) -> Schedule:

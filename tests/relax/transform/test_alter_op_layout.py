@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import relax
+from kiln import relax, tir
 from kiln.driver import default_relax_pipeline
 from kiln.ir import IRModule, Target
 from kiln.ir.transform import PassContext, Sequential
@@ -34,9 +34,10 @@ B2 = RNG.standard_normal((1, C, 1, 1)).astype("float32")
 X = RNG.standard_normal((1, 16, 14, 14)).astype("float32")
 
 
-def conv_net() -> IRModule:
-    """conv -> bias -> relu -> conv -> bias -> + residual -> relu -> max_pool, weights constant."""
-    x = relax.Var("x", relax.TensorStructInfo([1, 16, 14, 14], "float32"))
+def conv_net(batch: Any = 1) -> IRModule:
+    """conv -> bias -> relu -> conv -> bias -> + residual -> relu -> max_pool, weights constant;
+    ``batch`` an int or a symbolic `kiln.tir` variable."""
+    x = relax.Var("x", relax.TensorStructInfo([batch, 16, 14, 14], "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
@@ -52,7 +53,7 @@ def conv_net() -> IRModule:
 def conv_net_ref(x: np.ndarray) -> np.ndarray:
     h = np.maximum(np_conv2d(x, W1, pad=(1, 1, 1, 1)) + B1, 0)
     g = np.maximum(np_conv2d(h, W2, pad=(1, 1, 1, 1)) + B2 + h, 0)
-    return g.reshape(1, C, 7, 2, 7, 2).max(axis=(3, 5))
+    return g.reshape(len(x), C, 7, 2, 7, 2).max(axis=(3, 5))
 
 
 def until(mod: IRModule, last: str) -> IRModule:
@@ -220,3 +221,56 @@ def test_blocks_follow_the_targets_vector_width() -> None:
     ]:
         graph = AlterOpLayout(Target(target))(mod)
         assert [c.attrs["data_layout"] for c in calls(graph, "relax.nn.conv2d")] == blocks
+
+
+def _acc_tiles(prim: PrimFunc) -> list[Any]:
+    """The register-tile accumulators of ``prim`` (buffers of the x86 NCHWc kernel)."""
+    stores = [n for n in pre_order_nodes(prim.body) if isinstance(n, BufferStore)]
+    return [s.buffer for s in stores if s.buffer.name == "conv2d_nchwc_acc"]
+
+
+@pytest.mark.parametrize(
+    ("exec_mode", "target"),
+    [("compiled", "c"), ("bytecode", "c"), ("compiled", "c -mcpu=haswell")],
+)
+def test_symbolic_batch_runs_the_blocked_kernels(exec_mode: str, target: str) -> None:
+    """A batch that is a shape variable changes nothing: the same blocked graph, the same
+    register-tiled conv kernels (one tile buffer, no symbolic extent), numerics at two batch
+    sizes (AVX2 code too)."""
+    n = tir.Var("n", "int64")
+    lowered = until(conv_net(n), "lower-te")
+    assert lowered_callees(lowered) == lowered_callees(until(conv_net(), "lower-te"))
+    for name in ("default_fused_conv2d_add_relu", "default_fused_conv2d_add_add_relu"):
+        prim = lowered[lowered.get_global_var(name)]
+        assert isinstance(prim, PrimFunc)
+        (acc,) = {id(b): b for b in _acc_tiles(prim)}.values()
+        assert const_product(acc.shape) is not None and const_product(acc.shape) <= 14 * 32
+    model = kiln.compile(conv_net(n), target, exec_mode=exec_mode)
+    for batch in (1, 3):
+        x = RNG.standard_normal((batch, 16, 14, 14)).astype("float32")
+        np.testing.assert_allclose(model(x).numpy(), conv_net_ref(x), rtol=2e-3, atol=1e-4)
+
+
+def test_symbolic_batch_onnx_cnn_is_blocked_and_matches_onnxruntime() -> None:
+    """The bundled ONNX CNN (``batch`` symbolic): its convolutions (dense and depthwise) and its
+    max pool run blocked, and it matches onnxruntime at batch 1 and 3 in both exec modes."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from kiln.examples.models.cnn_onnx import cnn_onnx_model
+    from kiln.relax.frontend.onnx import from_onnx
+
+    model = cnn_onnx_model()
+    graph = FoldConstant()(until(from_onnx(model), "alter-op-layout"))
+    batch = graph["main"].params[0].struct_info_.dims[0]  # type: ignore[union-attr]
+    assert isinstance(batch, tir.Var)
+    layouts = [c.attrs["data_layout"] for c in calls(graph, "relax.nn.conv2d")]
+    assert len(layouts) == 4 and all(layout.startswith("NCHW") and layout[4:] for layout in layouts)
+    assert calls(graph, "relax.nn.max_pool2d")[0].attrs["layout"] != "NCHW"
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for exec_mode in ("compiled", "bytecode"):
+        compiled = kiln.compile(model, exec_mode=exec_mode)
+        for batch in (1, 3):
+            x = RNG.standard_normal((batch, 3, 32, 32)).astype("float32")
+            (want,) = session.run(None, {"image": x})
+            got = compiled(image=x).numpy()
+            np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3, err_msg=exec_mode)

@@ -282,11 +282,13 @@ def _infer_pool(call: Call, ctx: Any) -> StructInfo:
 
 def _legalize_pool(call: Call, args: list[Any]) -> Any:
     a, x = call.attrs, args[0]
-    static = all(isinstance(d, IntImm) for d in x.shape)
+    static = all(isinstance(d, IntImm) for d in x.shape[1:])  # NOTE: the batch may be symbolic
     dilated_avg = call.op.name.endswith("avg_pool2d") and a["dilation"] != (1, 1)
     if pool_block(call) and (not static or dilated_avg):
         raise fail(
-            call, "a channel-blocked pool needs constant shapes (and an average, no dilation)"
+            call,
+            "a channel-blocked pool needs constant shapes except the batch (and an average, no "
+            "dilation)",
         )
     if call.op.name.endswith("max_pool2d"):
         if static:
