@@ -227,6 +227,15 @@ class FuncStructInfo(StructInfo):
         return self.params is None
 
 
+def is_te_ready(sinfo: Any) -> bool:
+    """True for a tensor with known dims and dtype, or a tuple of such (what TE can compute)."""
+    if isinstance(sinfo, TensorStructInfo):
+        return sinfo.dims is not None and not sinfo.dtype.is_void
+    if isinstance(sinfo, TupleStructInfo):
+        return all(is_te_ready(f) for f in sinfo.fields)
+    return False
+
+
 def tensor(shape: Any = None, dtype: Any = "float32", ndim: int = -1) -> TensorStructInfo:
     """Shorthand for `TensorStructInfo`."""
     return TensorStructInfo(shape, dtype, ndim)

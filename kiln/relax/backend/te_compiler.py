@@ -41,6 +41,7 @@ from kiln.relax.struct_info import (
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
+    is_te_ready,
 )
 from kiln.relax.te_bridge import TEArgs, has_symbolic_dims, prim_func_of
 from kiln.tir.analysis.rebind import fresh_copy
@@ -172,7 +173,7 @@ class _TEBuilder:
             return self.arg(v)
         rec = find_op_def(v.op)
         assert rec is not None and rec.legalize is not None
-        if v.struct_info_ is None or not _known(v.struct_info_):
+        if v.struct_info_ is None or not is_te_ready(v.struct_info_):
             raise _fail(
                 self.where,
                 f"{rec.name} bound to {b.var.name_hint!r} has unknown shape "
@@ -198,14 +199,6 @@ class _TEBuilder:
         if len({id(t) for t in outs}) != len(outs):
             raise _fail(self.where, "returns the same value twice; fix: return it once")
         return outs
-
-
-def _known(sinfo: Any) -> bool:
-    if isinstance(sinfo, TensorStructInfo):
-        return sinfo.dims is not None and not sinfo.dtype.is_void
-    if isinstance(sinfo, TupleStructInfo):
-        return all(_known(f) for f in sinfo.fields)
-    return False
 
 
 def _schedule(outs: list[te.Tensor], target: Target, name: str) -> te.Schedule:

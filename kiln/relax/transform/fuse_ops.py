@@ -40,7 +40,7 @@ from kiln.relax.binding import BindingBlock, DataflowBlock
 from kiln.relax.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.registry import OpDef, find_op_def
-from kiln.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from kiln.relax.struct_info import TensorStructInfo, TupleStructInfo, is_te_ready
 from kiln.topi.tag import Pattern
 
 MAX_FUSED_OPS = 256
@@ -54,21 +54,13 @@ def op_short_name(rec: OpDef) -> str:
     return rec.name.rsplit(".", 1)[-1]
 
 
-def _known(sinfo: StructInfo | None) -> bool:
-    if isinstance(sinfo, TensorStructInfo):
-        return sinfo.dims is not None and not sinfo.dtype.is_void
-    if isinstance(sinfo, TupleStructInfo):
-        return all(_known(f) for f in sinfo.fields)
-    return False
-
-
 def _arg_ok(arg: Any) -> bool:
     if isinstance(arg, Tuple):
         return all(_arg_ok(f) for f in arg.fields)
     sinfo = arg.struct_info_ if isinstance(arg, Expr) else None
     if isinstance(arg, Var) and isinstance(sinfo, TupleStructInfo):
         return False  # TE takes a tuple's fields one by one (LegalizeOps does that)
-    return not isinstance(sinfo, (TensorStructInfo, TupleStructInfo)) or _known(sinfo)
+    return not isinstance(sinfo, (TensorStructInfo, TupleStructInfo)) or is_te_ready(sinfo)
 
 
 def fusable_record(value: Any) -> OpDef | None:
@@ -79,7 +71,7 @@ def fusable_record(value: Any) -> OpDef | None:
     rec = find_op_def(value.op)
     if rec is None or rec.legalize is None or not rec.pure:
         return None
-    if not _known(value.struct_info_) or not all(_arg_ok(a) for a in value.args):
+    if not is_te_ready(value.struct_info_) or not all(_arg_ok(a) for a in value.args):
         return None
     return rec
 

@@ -21,22 +21,14 @@ from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.registry import find_op_def
-from kiln.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-
-
-def _known(sinfo: StructInfo | None) -> bool:
-    if isinstance(sinfo, TensorStructInfo):
-        return sinfo.dims is not None and not sinfo.dtype.is_void
-    if isinstance(sinfo, TupleStructInfo):
-        return all(_known(f) for f in sinfo.fields)
-    return False
+from kiln.relax.struct_info import TensorStructInfo, TupleStructInfo, is_te_ready
 
 
 def _arg_ok(arg: Any) -> bool:
     if isinstance(arg, Tuple):
         return all(_arg_ok(f) for f in arg.fields)
     sinfo = arg.struct_info_ if isinstance(arg, Expr) else None
-    return not isinstance(sinfo, (TensorStructInfo, TupleStructInfo)) or _known(sinfo)
+    return not isinstance(sinfo, (TensorStructInfo, TupleStructInfo)) or is_te_ready(sinfo)
 
 
 class _Legalizer(ExprMutator):
@@ -45,7 +37,7 @@ class _Legalizer(ExprMutator):
         rec = find_op_def(call.op)
         if rec is None or rec.legalize is None:
             return call
-        if not _known(call.struct_info_) or not all(_arg_ok(a) for a in call.args):
+        if not is_te_ready(call.struct_info_) or not all(_arg_ok(a) for a in call.args):
             return call
         legalize = rec.legalize
 
