@@ -90,28 +90,10 @@ class Encoder(nn.Module):
         return self.ln2(x + self.ff(x))
 
 
-class Decoder(nn.Module):
+def Decoder() -> nn.Module:  # noqa: N802 - a model constructor, named like the class it makes
     """A decoder-only language model: embeddings, 2 causal pre-norm blocks (d 256, 4 heads),
     vocabulary 1000."""
-
-    def __init__(self, vocab: int = 1000, d: int = 256, heads: int = 4, layers: int = 2) -> None:
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(256, d)
-        self.blocks = nn.ModuleList(nn.ModuleDict({
-            "ln1": nn.LayerNorm(d), "att": Attention(d, heads), "ln2": nn.LayerNorm(d),
-            "ff": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)),
-        }) for _ in range(layers))  # fmt: skip
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-
-    def forward(self, ids: Any) -> Any:
-        t = ids.shape[1]
-        h = self.tok(ids) + self.pos(torch.arange(t))
-        causal = torch.triu(torch.ones(t, t), diagonal=1).bool()
-        for blk in self.blocks:
-            h = h + blk["att"](blk["ln1"](h), causal)
-            h = h + blk["ff"](blk["ln2"](h))
-        return self.head(self.ln(h))
+    return torch_nets.Decoder(vocab=1000, d=256, heads=4, layers=2, max_len=256)
 
 
 def _randn(*shape: int) -> np.ndarray:

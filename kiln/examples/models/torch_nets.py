@@ -53,6 +53,30 @@ class Attention(nn.Module):
         return self.out((att @ v).transpose(1, 2).reshape(b, t, self.d))
 
 
+class Decoder(nn.Module):
+    """A decoder-only language model: token and position embeddings (positions up to
+    ``max_len``), ``layers`` causal pre-norm blocks, a linear head."""
+
+    def __init__(self, vocab: int, d: int, heads: int, layers: int, max_len: int) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(max_len, d)
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "ln1": nn.LayerNorm(d), "att": Attention(d, heads), "ln2": nn.LayerNorm(d),
+            "ff": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)),
+        }) for _ in range(layers))  # fmt: skip
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids: Any) -> Any:
+        t = ids.shape[1]
+        h = self.tok(ids) + self.pos(torch.arange(t))
+        causal = torch.triu(torch.ones(t, t), diagonal=1).bool()
+        for blk in self.blocks:
+            h = h + blk["att"](blk["ln1"](h), causal)
+            h = h + blk["ff"](blk["ln2"](h))
+        return self.head(self.ln(h))
+
+
 def export_onnx(
     module: Any,
     args: Sequence[Any],

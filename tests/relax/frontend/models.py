@@ -15,6 +15,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 from kiln.examples.models.torch_nets import Attention, Block, export_onnx  # noqa: E402, F401
+from kiln.examples.models.torch_nets import Decoder as TorchDecoder  # noqa: E402
 
 TOL = 2e-3
 
@@ -115,27 +116,10 @@ class EncoderLayer(nn.Module):
         return self.ln2(x + self.ff(x))
 
 
-class Decoder(nn.Module):
-    """A decoder-only language model: token and position embeddings, causal pre-norm blocks."""
-
-    def __init__(self, vocab: int = 64, d: int = 32, heads: int = 4, layers: int = 2) -> None:
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(128, d)
-        self.blocks = nn.ModuleList(nn.ModuleDict({
-            "ln1": nn.LayerNorm(d), "att": Attention(d, heads), "ln2": nn.LayerNorm(d),
-            "ff": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)),
-        }) for _ in range(layers))  # fmt: skip
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-
-    def forward(self, ids: Any) -> Any:
-        t = ids.shape[1]
-        h = self.tok(ids) + self.pos(torch.arange(t))
-        causal = torch.triu(torch.ones(t, t), diagonal=1).bool()
-        for blk in self.blocks:
-            h = h + blk["att"](blk["ln1"](h), causal)
-            h = h + blk["ff"](blk["ln2"](h))
-        return self.head(self.ln(h))
+def Decoder() -> Any:  # noqa: N802 - a model constructor, named like the class it makes
+    """A small decoder-only language model (vocabulary 64, d 32, 4 heads, 2 blocks, positions up
+    to 128)."""
+    return TorchDecoder(vocab=64, d=32, heads=4, layers=2, max_len=128)
 
 
 def randn(*shape: int, seed: int = 0) -> np.ndarray:
