@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import tvm_ffi
 
-from kiln.runtime.tensor import STORAGE_DTYPES, array_tensor
+from kiln.runtime.tensor import STORAGE_DTYPES, array_tensor, name_unconvertible
 
 _CONVERSION_ERRORS = (BufferError, TypeError, ValueError, OverflowError)
 
@@ -79,7 +79,8 @@ class LibraryFunction:
                 error = e
         _check_ints(self.name, args, infos)
         if not str(error).startswith(f"{self.name}: "):
-            _name_unconvertible(self.name, args, infos, error)
+            for i, a in enumerate(args):
+                name_unconvertible(self.name, _label(infos, i), a, error)
         raise error
 
 
@@ -137,20 +138,3 @@ def _int_text(v: int) -> str:
     if m >= 2**16 and m & (m - 1) == 0:
         return f"{'-' if v < 0 else ''}2**{m.bit_length() - 1}"
     return str(v)
-
-
-def _name_unconvertible(
-    fn: str, args: tuple[Any, ...], infos: tuple[ArgInfo, ...] | None, error: BaseException
-) -> None:
-    """Raise ``error`` again naming the first argument tvm-ffi cannot convert, if one is found."""
-    for i, a in enumerate(args):
-        if not hasattr(type(a), "__dlpack__") or isinstance(a, tvm_ffi.Tensor):
-            continue
-        try:
-            tvm_ffi.from_dlpack(a)
-        except Exception as e:  # noqa: BLE001 - any failure of this argument is the answer
-            kind = type(error) if isinstance(error, (TypeError, ValueError)) else ValueError
-            raise kind(
-                f"{fn}: {_label(infos, i)} ({type(a).__name__}) cannot be passed through "
-                f"DLPack: {e}"
-            ) from error

@@ -134,6 +134,24 @@ def _storage_to_numpy(t: Tensor) -> np.ndarray:
     return bits.view(np.dtype(name))
 
 
+def name_unconvertible(fn: str, label: str, value: Any, error: BaseException) -> None:
+    """Raise ``error`` again naming ``label`` (or an item of it, for a tuple or list) if tvm-ffi
+    cannot convert ``value`` through DLPack; return when it can (a call's failure path)."""
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            name_unconvertible(fn, f"{label}[{i}]", v, error)
+        return
+    if not hasattr(type(value), "__dlpack__") or isinstance(value, Tensor):
+        return
+    try:
+        tvm_ffi.from_dlpack(value)
+    except Exception as e:  # noqa: BLE001 - any failure of this argument is the answer
+        kind = type(error) if isinstance(error, (TypeError, ValueError)) else ValueError
+        raise kind(
+            f"{fn}: {label} ({type(value).__name__}) cannot be passed through DLPack: {e}"
+        ) from error
+
+
 def cpu(id: int = 0) -> Device:
     """The host CPU (DLPack kDLCPU)."""
     return tvm_ffi.device("cpu", id)

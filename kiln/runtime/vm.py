@@ -26,7 +26,14 @@ import tvm_ffi
 from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime.module import Module
 from kiln.runtime.ndarray import NDArray, wrap_result
-from kiln.runtime.tensor import STORAGE_DTYPES, Device, array_tensor, cpu, tensor
+from kiln.runtime.tensor import (
+    STORAGE_DTYPES,
+    Device,
+    array_tensor,
+    cpu,
+    name_unconvertible,
+    tensor,
+)
 from kiln.runtime.vm_format import (
     VMTIR_PREFIX,
     DTypeConst,
@@ -168,7 +175,7 @@ class VMFunctionCaller:
         if isinstance(error, BufferError) or not str(error).startswith(f"{self.name}: "):
             for i, a in enumerate(args):
                 label = self.params[i] if i < len(self.params) else f"{i} (counting from 0)"
-                _name_unconvertible(self.name, f"argument {label}", a, error)
+                name_unconvertible(self.name, f"argument {label}", a, error)
         raise error
 
 
@@ -185,23 +192,6 @@ def _bridge(value: Any) -> Any:
             return None
         return tuple(v if b is None else b for v, b in zip(value, items))
     return None
-
-
-def _name_unconvertible(fn: str, label: str, value: Any, error: BaseException) -> None:
-    """Raise ``error`` again naming ``label`` (or an item of it) if tvm-ffi cannot convert it."""
-    if isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            _name_unconvertible(fn, f"{label}[{i}]", v, error)
-        return
-    if not hasattr(type(value), "__dlpack__") or isinstance(value, _TENSOR):
-        return
-    try:
-        tvm_ffi.from_dlpack(value)
-    except Exception as e:  # noqa: BLE001 - any failure of this argument is the answer
-        kind = type(error) if isinstance(error, (TypeError, ValueError)) else ValueError
-        raise kind(
-            f"{fn}: {label} ({type(value).__name__}) cannot be passed through DLPack: {e}"
-        ) from error
 
 
 class VirtualMachine:
