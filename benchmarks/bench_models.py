@@ -47,12 +47,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ops import machine, thread_env  # noqa: E402
+from bench_ops import machine, thread_env, update_readme  # noqa: E402
 
 LIBS = ("kiln", "onnxruntime", "torch")
 ALL_MODELS = ("mlp-b1", "mlp-b64", "cnn", "resnet18", "encoder", "decoder")
 TOL = 2e-3
-MARKERS = ("<!-- bench_models:begin -->", "<!-- bench_models:end -->")
 
 
 # -- workers ---------------------------------------------------------------------------------------
@@ -237,18 +236,6 @@ def conv_share(report: dict[str, Any]) -> str:
             f"{total / 1e3:.2f} ms ({conv / total:.0%})")  # fmt: skip
 
 
-def update_markdown(path: Path, text: str) -> None:
-    """Replace the generated section of ``path`` (between the markers) with ``text``."""
-    begin, end = MARKERS
-    old = path.read_text() if path.exists() else ""
-    block = f"{begin}\n{text}\n{end}"
-    if begin in old and end in old:
-        new = old[: old.index(begin)] + block + old[old.index(end) + len(end) :]
-    else:
-        new = (old.rstrip() + "\n\n" if old else "") + block + "\n"
-    path.write_text(new)
-
-
 def report(args: argparse.Namespace, models: list[str], work: Path) -> str:
     threads = [int(t) for t in args.threads.split(",")]
     load0 = os.getloadavg()[0]
@@ -300,7 +287,7 @@ def main() -> None:
     print(text)
     print(f"# whole run: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     if args.markdown is not None:
-        update_markdown(args.markdown, text)
+        update_readme(args.markdown, text, "bench_models")
 
 
 if __name__ == "__main__":

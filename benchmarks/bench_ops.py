@@ -539,9 +539,10 @@ def machine(target: str = "c") -> str:
     return f"{head}; {cc[0] if cc else 'cc ?'}; {', '.join(versions)}"
 
 
-def update_readme(path: Path, text: str) -> None:
-    """Replace the generated section of ``path`` (between markers) with ``text``."""
-    begin, end = "<!-- bench_ops:begin -->", "<!-- bench_ops:end -->"
+def update_readme(path: Path, text: str, section: str = "bench_ops") -> None:
+    """Replace the generated section of ``path`` (between the ``section`` markers) with
+    ``text``."""
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
     old = path.read_text() if path.exists() else ""
     block = f"{begin}\n{text}\n{end}"
     if begin in old and end in old:
