@@ -157,6 +157,25 @@ def exp_in_row(sch: Schedule, e: Tensor, host: Stage, row: AxisVar, lanes: int) 
     return st
 
 
+def prefetch_next_row(st: Stage, lanes: int) -> None:
+    """While ``st`` (split by `exp_in_row`) computes one row, prefetch the next row of the
+    tensors it reads, one vector of elements (a cache line with AVX-512) per iteration.
+
+    NOTE: the row's first pass (``max``) otherwise waits for the row to come from L3 or memory
+    while the core idles, and the exp pass after it is compute-bound with the memory system
+    idle; spreading the next row's fetch over the exp pass overlaps the two. Measured on one Zen
+    4 core, softmax over 1024x1024: 308 -> 290 us (a single burst of prefetches at the start of
+    the row did not help: 318 us)."""
+    if len(st.leaf_iter_vars) < 2:
+        return
+    n = extent(st.op.axis[-1])
+    if n is None or n % lanes:
+        return
+    outer = st.leaf_iter_vars[-2]
+    for t in st.op.input_tensors:
+        st.prefetch(t, outer, n // lanes)
+
+
 @register_schedule(tag.SOFTMAX)
 def schedule_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
     """Softmax in one row-parallel loop, each row in one pass through L1 (see module
@@ -174,6 +193,7 @@ def schedule_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
     # NOTE: ``e`` is read by the output and by the sum's stage, which runs inside the same row
     # loop (attached to ``inv``): `te` allows that, and ``e`` is one row of scratch.
     e_stage = exp_in_row(sch, e, sch[out], row, lanes)
+    prefetch_next_row(e_stage, lanes)
     reduce_in_row(sch, m, e_stage, e_stage.op.axis[-2], SOFTMAX_ACC_FACTOR * acc)
     _done(ctx, sch, [out, m, e, s, inv])
     return None
