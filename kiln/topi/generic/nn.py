@@ -8,7 +8,8 @@ loop and every row is finished by one thread while it is in L1. Inside that loop
 - layer_norm: ``sum`` (for the variance), ``sum((x - mean)**2)``, ``rstd``, ``sum`` again (for
   the output), then ``(x - mean) * rstd * gamma + beta``;
 - softmax: ``sum(e)``, ``1 / sum``, then ``e * (1 / sum)``, where ``e = exp(x - max)`` was
-  written by a first row-parallel pass (which computes each row's ``max`` in L1 first).
+  written by a first row-parallel pass (which computes each row's ``max`` in L1 first, and
+  prefetches the next row while it computes ``e``: `prefetch_next_row`).
 
 Each row reduction is `rfactor`-ed into vector accumulators (`ScheduleContext.accumulator_lanes`);
 per-row values live in small scratch buffers inside the parallel loop.
@@ -48,9 +49,9 @@ scratch, its sum, the scaled output): measured 128x1024 in 45-50 us on one Zen 4
 
 SOFTMAX_ACC_FACTOR = 2
 """softmax's ``max`` and ``sum`` keep this many times `ScheduleContext.accumulator_lanes`
-partials. NOTE: GCC keeps the sum's partials on the stack (a store and a reload per add), so
-the row's sum is a latency chain; twice the partials halve it: 128x1024 went from ~51 to ~43 us
-on one Zen 4 core."""
+partials. NOTE: measured when GCC kept the sum's partials on the stack (a store and a reload
+per add; scratch is now used through ``restrict`` pointers and they stay in registers), twice
+the partials halved that latency chain: 128x1024 went from ~51 to ~43 us on one Zen 4 core."""
 
 NS_LOG_SOFTMAX = 0.45
 """Per element of log_softmax (two ``max`` passes, the ``exp`` sum, the output)."""
