@@ -400,8 +400,15 @@ class CodeGenC(CExprEmitter):
         elem = self.storage_type(s.dtype)
         count = E.const_product(s.extents)
         name = self.bind_var(s.buffer_var)
+        # NOTE: scratch is used through a ``restrict`` pointer. Over a plain local array GCC
+        # kept a row reduction's vector accumulators (a scratch array) in memory, a store and a
+        # reload per add, when the loop read another scratch array (softmax's sum over its exp
+        # row: 308 -> 281 us over 1024x1024 on one Zen 4 core); through ``restrict`` pointers
+        # they stay in registers. All accesses go through the pointer, so ``restrict`` holds.
         if count is not None and count * s.dtype.itemsize <= self.STACK_ALLOC_BYTES:
-            self.emit(f"{elem} {name}[{max(count, 1)}] __attribute__((aligned(64)));")
+            store = self.fn.names.fresh(f"{name}_storage")
+            self.emit(f"{elem} {store}[{max(count, 1)}] __attribute__((aligned(64)));")
+            self.emit(f"{elem}* restrict {name} = {store};")
             self.stmt(s.body)
             return
         self.prelude.need("alloc")
@@ -409,7 +416,7 @@ class CodeGenC(CExprEmitter):
             [f"(int64_t){self.expr(x)}" for x in s.extents] + [str(s.dtype.itemsize)]
         )
         where = f"{c_string(self.fn.label)}, {c_string(s.buffer_var.name)}"
-        self.emit(f"{elem}* {name} = ({elem}*)kiln_alloc({nbytes}, {where});")
+        self.emit(f"{elem}* restrict {name} = ({elem}*)kiln_alloc({nbytes}, {where});")
         self.emit_guard(f"{name} == NULL")
         self.fn.heap.append(name)
         self.stmt(s.body)

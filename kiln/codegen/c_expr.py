@@ -452,6 +452,21 @@ class CExprEmitter(DeepWalker, ABC):
         base = index.base if isinstance(index, E.Ramp) else index
         return f"({self.buffer_pointer(load.buffer)} + {self.expr(base)})"
 
+    def call_prefetch(self, e: E.Call) -> str:
+        """``tir.prefetch(buf[i])``: GCC's read prefetch of the element's cache line, kept in all
+        cache levels. NOTE: the address is formed in integer arithmetic, since ``i`` may lie past
+        the buffer's end (prefetching the next row of the last row), where pointer arithmetic
+        would be undefined."""
+        load = e.args[0]
+        if not isinstance(load, E.BufferLoad):
+            raise CodegenError("prefetch expects a buffer load")
+        index = self.flat_index(load.buffer, load.indices, "prefetch")
+        base = index.base if isinstance(index, E.Ramp) else index
+        size = load.buffer.dtype.itemsize
+        offset = f"(uintptr_t)({self.expr(base)}) * {size}"
+        addr = f"(uintptr_t){self.buffer_pointer(load.buffer)} + {offset}"
+        return f"__builtin_prefetch((const void*)({addr}), 0, 3)"
+
     def call_tvm_access_ptr(self, e: E.Call) -> str:
         ann, data, offset = e.args[0], e.args[1], e.args[2]
         return f"(({self.storage_type(ann.dtype)}*){self.expr(data)} + {self.expr(offset)})"

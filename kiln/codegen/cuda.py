@@ -236,6 +236,10 @@ class CodeGenCUDA(CodeGenC):
             return
         super().declare_extern(name, dtype, args)
 
+    def call_prefetch(self, e: E.Call) -> str:
+        """A CPU cache hint: GPU code has no use for it (global loads go through L2 anyway)."""
+        return "((void)0)"
+
     def call_popcount(self, e: E.Call) -> str:
         fn = "__popcll" if e.args[0].dtype.bits == 64 else "__popc"
         return f"(({self.type_of(e.dtype)}){fn}({self.expr(e.args[0])}))"

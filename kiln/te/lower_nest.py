@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 from kiln.arith import simplify
 from kiln.arith.linear import to_linear
 from kiln.errors import IRValueError
+from kiln.ir.structural import structural_equal
 from kiln.te.lower_loops import Guard, StageLoops, ceildiv, divides
 from kiln.te.reduce import Reduce
 from kiln.te.rewrite import rewrite_loads
-from kiln.te.tensor import ProducerLoad
+from kiln.te.tensor import Operation, ProducerLoad, Tensor
+from kiln.tir.analysis.vars import free_vars
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import (
     And,
@@ -33,11 +35,12 @@ from kiln.tir.expr import (
     is_const_int,
 )
 from kiln.tir.functor import substitute
-from kiln.tir.op import cast
+from kiln.tir.op import cast, prefetch
 from kiln.tir.stmt import (
     Allocate,
     BufferStore,
     DeclBuffer,
+    Evaluate,
     For,
     ForKind,
     IfThenElse,
@@ -169,9 +172,68 @@ def build_stage(state: LowerState, stage: Stage) -> Stmt:
         inner = BufferStore(buf, lower_value(state, sl, body), idx)
     if cooperative and sl.guards:
         inner = IfThenElse(_all([g.cond for g in sl.guards]), inner)
+    for p, hint in prefetches(state, stage, sl):
+        pre[p].append(hint)
     loops = _loops(stage, sl)
     vmap = _reuse_threads(state, stage, loops, guards)
     return substitute(assemble(loops, inner, pre, guards, allocs), vmap)
+
+
+def _sources(state: LowerState, tensor: Tensor) -> set[Operation]:
+    """The materialized operations whose reads stand for reads of ``tensor`` once inlined
+    stages are substituted: ``tensor``'s own, or those of an inlined stage's inputs."""
+    stage = state.sch.stage_map.get(tensor.op)
+    if stage is None or not stage.is_inlined:
+        return {tensor.op}
+    out: set[Operation] = set()
+    for t in stage.op.input_tensors:
+        out |= _sources(state, t)
+    return out
+
+
+def _reads(
+    state: LowerState, sl: StageLoops, expr: PrimExpr, sources: set[Operation]
+) -> list[PrimExpr]:
+    """The lowered reads in ``expr`` of the operations ``sources``."""
+    seen: list[PrimExpr] = []
+
+    def keep(n: ProducerLoad) -> PrimExpr:
+        if n.producer.op in sources:
+            seen.append(lower_value(state, sl, n))
+        return n
+
+    rewrite_loads(expr, keep, sl.root_values)
+    return seen
+
+
+def prefetches(state: LowerState, stage: Stage, sl: StageLoops) -> list[tuple[int, Stmt]]:
+    """The ``prefetch`` hints of ``stage`` (`Stage.prefetch`) with their positions: each read of
+    the tensor whose index depends on the axis, at the axis shifted by the offset and the loops
+    inside it at zero, as ``tir.prefetch(load)`` at the top of the axis's loop body."""
+    out: list[tuple[int, Stmt]] = []
+    body = state.bodies[stage]
+    expr = body.source if isinstance(body, Reduce) else body
+    for tensor, axis, offset in stage.prefetches:
+        if axis not in sl.leaves:
+            raise IRValueError(
+                f"prefetch: axis {axis.name!r} of stage {stage.name!r} was split or fused after "
+                "the prefetch was set; set it on a current leaf"
+            )
+        k = sl.leaves.index(axis)
+        var = sl.loop_vars[axis]
+        shift: dict[Var, PrimExpr] = {var: var + convert(offset, var.dtype)}
+        shift.update({sl.loop_vars[a]: convert(0, a.dtype) for a in sl.leaves[k + 1 :]})
+        seen = _reads(state, sl, expr, _sources(state, tensor))
+        hints: list[BufferLoad] = []
+        for load in seen:
+            moved = substitute(load, shift)
+            if not isinstance(moved, BufferLoad) or var not in free_vars(load):
+                continue  # the same element every iteration: nothing to fetch ahead
+            hint = BufferLoad(moved.buffer, tuple(simplify(i) for i in moved.indices))
+            if not any(structural_equal(hint, h) for h in hints):
+                hints.append(hint)
+        out.extend((k + 1, Evaluate(prefetch(h))) for h in hints)
+    return out
 
 
 def _hosts_shared(state: LowerState, stage: Stage) -> bool:

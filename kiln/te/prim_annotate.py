@@ -9,7 +9,8 @@ Preconditions (each raises `IRError` naming the stage and axis):
   the same mark is allowed;
 - ``bind`` takes ``blockIdx.x/y/z`` or ``threadIdx.x/y/z`` (as a string or a `thread_axis`), and
   a stage binds each tag at most once;
-- ``pragma`` needs a non-empty string key.
+- ``pragma`` needs a non-empty string key;
+- ``prefetch`` needs a tensor the stage reads and an integer offset.
 Constant extents for vectorized loops are checked when the schedule is lowered.
 """
 
@@ -88,3 +89,19 @@ def pragma(stage: Stage, axis: Any, key: Any, value: Any) -> None:
         raise IRError(f"pragma: the key must be a non-empty string, got {key!r}")
     full = key if key.startswith("pragma_") else f"pragma_{key}"
     stage.attr(axis).pragmas[full] = value
+
+
+def prefetch(stage: Stage, tensor: Any, axis: Any, offset: Any) -> None:
+    """Record a prefetch of ``tensor`` ``offset`` iterations ahead at leaf ``axis``."""
+    leaf_index(stage, axis, "prefetch")
+    op = stage.op
+    inputs = getattr(op, "input_tensors", ())
+    if not any(getattr(tensor, "op", None) is t.op for t in inputs):
+        names = sorted({t.op.name for t in inputs})
+        raise IRValueError(
+            f"prefetch: stage {stage.name!r} does not read {getattr(tensor, 'name', tensor)!r}; "
+            f"it reads {names}"
+        )
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise IRValueError(f"prefetch: the offset must be an integer, got {offset!r}")
+    stage.prefetches.append((tensor, axis, offset))

@@ -76,6 +76,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.attach_ivar: AxisVar | None = None
         self.scope = ""
+        self.prefetches: list[tuple[Tensor, AxisVar, int]] = []
 
     @property
     def name(self) -> str:
@@ -137,6 +138,13 @@ class Stage:
     def pragma(self, axis: AxisVar, key: str, value: Any = 1) -> None:
         """Annotate the loop of ``axis`` with ``pragma_<key> = value``."""
         prim_annotate.pragma(self, axis, key, value)
+
+    def prefetch(self, tensor: Tensor, axis: AxisVar, offset: int) -> None:
+        """At the top of each iteration of leaf ``axis``, hint the CPU to fetch the elements of
+        ``tensor`` this stage reads ``offset`` iterations of ``axis`` later (the loops inside
+        ``axis`` at their first iteration). The address may lie past the tensor's end: a
+        prefetch never faults."""
+        prim_annotate.prefetch(self, tensor, axis, offset)
 
     # -- placement ---------------------------------------------------------------------------
     def compute_at(self, parent: Any, axis: AxisVar) -> None:

@@ -47,7 +47,10 @@ _TABLE: dict[str, tuple[CallEffect, int]] = {
     "shift_left": (_P, 2),
     "shift_right": (_P, 2),
     "popcount": (_P, 1),
-    "vector_all": (_P, 1),  # every lane of a bool vector is true (LowerIntrin's lane guards)
+    "vector_all": (_P, 1),
+    # a hint to fetch the cache line of an element: ``prefetch(buf[i])``; the element may lie past
+    # the buffer's end (a prefetch never faults and is never dereferenced)
+    "prefetch": (_R, 1),  # every lane of a bool vector is true (LowerIntrin's lane guards)
     "anylist_getitem": (_R, 2),
     "anylist_resetitem": (_U, 2),
     "anylist_setitem_call_packed": (_O, -1),

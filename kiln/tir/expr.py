@@ -147,41 +147,6 @@ def _binary(cls: type, a: Any, b: Any) -> PrimExpr:
     return cls(a, b)
 
 
-def division_problem(cls: type, a: PrimExpr, b: PrimExpr) -> str | None:
-    """The message for ``cls(a, b)`` when it is an integer division by the constant zero.
-
-    The expression builders (Python operators, `kiln.tir.op`, the script) raise it; the node
-    constructors store what they are given and the verifier reports such nodes."""
-    zero = b.value if isinstance(b, Broadcast) else b
-    if cls not in INT_DIVISIONS or not b.dtype.element_of().is_integer:
-        return None
-    if not (isinstance(zero, IntImm) and zero.value == 0):
-        return None
-    sym = {Div: "/", Mod: "%", FloorDiv: "//", FloorMod: "%"}[cls]
-    text = str(a)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    text = f"({text})" if isinstance(a, (BinaryOp, Select)) else text
-    return f"division by zero: {text} {sym} 0 (the divisor is the constant 0)"
-
-
-def bitwise_problem(name: str, a: PrimExpr, b: PrimExpr | None) -> str | None:
-    """The message for ``tir.<name>(a, b)`` on non-integers, or shifting by an out-of-range
-    constant (the builders raise it, the verifier reports it)."""
-    for x in (a, b):
-        if x is not None and not (x.dtype.is_integer or x.dtype.is_bool):
-            return f"{name} needs integer operands, got a {x.dtype} value"
-    amount = b.value if isinstance(b, Broadcast) else b
-    if not name.startswith("shift_") or not isinstance(amount, IntImm):
-        return None
-    bits = a.dtype.bits
-    if 0 <= amount.value < bits:
-        return None
-    kind = name[len("shift_") :]
-    return f"shift {kind} of a {a.dtype} value by {amount.value}: the amount must be in " + (
-        f"[0, {bits - 1}]"
-    )
-
-
 def _bitwise(name: str, a: PrimExpr, b: Any) -> PrimExpr:
     a, b = _operands(a, b)
     problem = bitwise_problem(name, a, b)
@@ -411,79 +376,8 @@ class Max(BinaryOp):
     """``max(a, b)``."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class EQ(BinaryOp):
-    """``a == b``."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class NE(BinaryOp):
-    """``a != b``."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LT(BinaryOp):
-    """``a < b``."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LE(BinaryOp):
-    """``a <= b``."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class GT(BinaryOp):
-    """``a > b``."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class GE(BinaryOp):
-    """``a >= b``."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class And(BinaryOp):
-    """Logical and of booleans."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Or(BinaryOp):
-    """Logical or of booleans."""
-
-    _returns_bool: ClassVar[bool] = True
-
-
 ARITH_OPS = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
 INT_DIVISIONS = (Div, Mod, FloorDiv, FloorMod)
-CMP_OPS = (EQ, NE, LT, LE, GT, GE)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Not(PrimExpr):
-    """Logical negation of a boolean."""
-
-    a: PrimExpr
-    dtype: DataType = None  # type: ignore[assignment]
-    span: Span | None = None
-
-    def __post_init__(self) -> None:
-        _set(self, "a", _expr(self.a, "Not"))
-        if self.dtype is None:
-            _set(self, "dtype", self.a.dtype)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -671,3 +565,13 @@ def const_product(values: Any) -> int | None:
             return None
         total *= v
     return total
+
+
+# NOTE: the checks of the expression builders and the comparison and logical nodes live in
+# `kiln.tir.expr_checks` and `kiln.tir.expr_logic` (keeping this file small); they are imported
+# here, after everything those modules need from this one is defined, and re-exported, so
+# ``from kiln.tir.expr import LT`` is the one way to name them.
+from kiln.tir.expr_checks import bitwise_problem, division_problem  # noqa: E402
+from kiln.tir.expr_logic import EQ, GE, GT, LE, LT, NE, And, Not, Or  # noqa: E402
+
+CMP_OPS = (EQ, NE, LT, LE, GT, GE)

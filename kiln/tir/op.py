@@ -75,6 +75,12 @@ def address_of(load: PrimExpr) -> Call:
     return Call(HANDLE, builtin.op("address_of"), (load,))
 
 
+def prefetch(load: PrimExpr) -> Call:
+    """A hint to fetch the cache line of the element ``load`` reads (never faults, so the element
+    may lie past the buffer's end; nothing is read)."""
+    return Call(DataType.parse("int32"), builtin.op("prefetch"), (load,))
+
+
 def access_ptr(buf: Buffer, mask: str = "rw", offset: Any = 0, extent: Any = None) -> Call:
     """``tvm_access_ptr(type_annotation, data, offset, extent, rw_mask)`` for ``buf``."""
     bits = (1 if "r" in mask else 0) | (2 if "w" in mask else 0)

@@ -189,7 +189,8 @@ def test_stack_and_heap_scratch_in_parallel_loop(stmts: Module) -> None:
     stmts["scratch"](a, b, 5000)
     np.testing.assert_allclose(b, a * (5000 * 4999 / 2), rtol=1e-4)
     source = stmts.inspect_source()
-    assert "float small_data[8] __attribute__((aligned(64)));" in source
+    assert "float small_data_storage[8] __attribute__((aligned(64)));" in source
+    assert "float* restrict small_data = small_data_storage;" in source
     assert "kiln_alloc(" in source and "free(big_data);" in source
 
 

@@ -231,7 +231,7 @@ def test_kernel_is_register_blocked_vector_code(
         mod["main"](av, bv, out)
         np.testing.assert_allclose(out, av @ bv, rtol=1e-4, atol=1e-4)
     src = mod.inspect_source()
-    assert "kiln_float32x" in src[src.index("matmul_acc_data[") :]  # explicit GCC vectors
+    assert "kiln_float32x" in src[src.index("matmul_acc_data") :]  # explicit GCC vectors
     asm = machine_code(mod)
     assert {m.group(1) for m in VECTOR_REG.finditer(asm)} <= {"xmm", "ymm", "zmm"}
     if reg == "ymm":
