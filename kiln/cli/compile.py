@@ -1,8 +1,10 @@
 """The compile step of the command line, with a progress bar over its stages on a terminal.
 
-Stages: import the model (a `.onnx` file, or an exported `.so` to load), each graph-level pass
-of `default_relax_pipeline`, then VM code generation and the C compiler over all kernels (one
-library). The bar (tqdm) is drawn only when stderr is a terminal; otherwise compiling is quiet.
+A model compiled before (same file bytes, shapes, target and kiln) loads from kiln's model
+cache (`kiln.driver.model_cache`), as with `kiln.compile`. Stages: import the model (a `.onnx`
+file, or an exported `.so` to load), each graph-level pass of `default_relax_pipeline`, then VM
+code generation and the C compiler over all kernels (one library). The bar (tqdm) is drawn only
+when stderr is a terminal; otherwise compiling is quiet.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from kiln.driver.inputs import InputSpec, as_ir_module, input_specs
-from kiln.driver.model import CompiledModel, load
+from kiln.driver.model import CompiledModel, cached_model, load, remember
+from kiln.driver.model_cache import model_key
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.driver.relax_build import build
 from kiln.errors import KilnError
@@ -72,11 +75,16 @@ def compile_model(
     shapes: dict[str, Any] | None = None,
     quiet: bool = False,
 ) -> CompiledModel:
-    """A compiled model from an ONNX file (or an exported `.so`, loaded as it is)."""
+    """A compiled model from an ONNX file (or an exported `.so`, loaded as it is); a model
+    compiled before with the same options loads from kiln's model cache, as `kiln.compile`."""
     if Path(path).suffix == ".so":
         return load(path)
     options = {"shape_dict": shapes} if shapes else {}
     tgt = Target(target)
+    key = model_key(path, tgt, exec_mode, "main", (), options)
+    hit = cached_model(key)
+    if hit is not None:
+        return hit
     passes = default_relax_pipeline(tgt)
     with _bar(len(passes) + 2, quiet) as bar:
         bar.set_postfix_str("import")
@@ -86,7 +94,7 @@ def compile_model(
         bar.set_postfix_str("vm codegen + C compiler")
         exe = build(mod, tgt, exec_mode, pipeline=pipeline)
         bar.update(1)
-    return CompiledModel(exe, None, "main", input_specs(mod))
+    return remember(key, CompiledModel(exe, None, "main", input_specs(mod)))
 
 
 def kernel_count(model: CompiledModel) -> int:

@@ -108,20 +108,28 @@ def compile(  # noqa: A001 - the public name kiln.compile
     to them."""
     tgt = build_target(target)
     key = model_key(obj, tgt, exec_mode, entry, external_codegens, options)
-    if key is not None:
-        hit = _cached(key, device, entry)
-        if hit is not None:
-            return hit
+    hit = cached_model(key, device, entry)
+    if hit is not None:
+        return hit
     mod = as_ir_module(obj, example_args, **options)
     ex = build(mod, tgt, exec_mode, external_codegens=external_codegens)
-    model = CompiledModel(ex, device, entry, input_specs(mod, entry))
+    return remember(key, CompiledModel(ex, device, entry, input_specs(mod, entry)))
+
+
+def remember(key: str | None, model: CompiledModel) -> CompiledModel:
+    """Store ``model`` in the model cache under ``key`` (no-op for None); returns it."""
     if key is not None:
         model_cache.store(key, model.export, model.inputs)
     return model
 
 
-def _cached(key: str, device: Device | None, entry: str) -> CompiledModel | None:
-    """The model of cache entry ``key``; None on a miss or an entry that does not load."""
+def cached_model(
+    key: str | None, device: Device | None = None, entry: str = "main"
+) -> CompiledModel | None:
+    """The model of cache entry ``key`` (`model_key`); None for no key, on a miss or for an
+    entry that does not load."""
+    if key is None:
+        return None
     found = model_cache.lookup(key)
     if found is None:
         return None

@@ -174,3 +174,25 @@ def test_models_it_cannot_key_compile_as_before(cache: Path, builds: list[int]) 
     kiln.compile(mod)
     assert len(builds) == 2
     assert not (cache / "models").exists()
+
+
+def test_the_command_line_and_kiln_compile_share_the_cache(
+    cache: Path, tmp_path: Path, builds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kiln.cli import compile as cli_compile
+
+    cli_builds: list[int] = []
+    real = cli_compile.build
+    monkeypatch.setattr(
+        cli_compile, "build", lambda *a, **k: cli_builds.append(1) or real(*a, **k)
+    )
+    data, w, b = mlp(5)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    first = cli_compile.compile_model(str(path), quiet=True)
+    second = cli_compile.compile_model(str(path), quiet=True)
+    check(first, w, b)
+    check(second, w, b)
+    assert cli_builds == [1] and second.path is not None
+    check(kiln.compile(str(path)), w, b)  # the same entry: kiln.compile does not build either
+    assert builds == []
