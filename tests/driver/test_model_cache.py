@@ -183,9 +183,7 @@ def test_the_command_line_and_kiln_compile_share_the_cache(
 
     cli_builds: list[int] = []
     real = cli_compile.build
-    monkeypatch.setattr(
-        cli_compile, "build", lambda *a, **k: cli_builds.append(1) or real(*a, **k)
-    )
+    monkeypatch.setattr(cli_compile, "build", lambda *a, **k: cli_builds.append(1) or real(*a, **k))
     data, w, b = mlp(5)
     path = tmp_path / "m.onnx"
     path.write_bytes(data)
