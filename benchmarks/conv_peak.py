@@ -1,14 +1,15 @@
 """Convolutions on one thread as a share of the CPU's fp32 FMA peak, kiln vs onnxruntime.
 
     OMP_NUM_THREADS=1 KILN_NUM_THREADS=1 taskset -c 1 python benchmarks/conv_peak.py [--reps 60]
-                                                             [--cases 0,1,2]
+                                                             [--cases 0,1,2] [--resnet18]
 
-Times the cases of `bench_ops.CONVS` (kiln's channel-blocked kernel, onnxruntime's one-Conv
-model, built as `bench_ops.py` builds them) in the calling thread's CPU time
-(``time.thread_time_ns``), interleaved with an FMA loop like /work/shared/tools/fma_peak.c
-timed the same way: on a shared machine the wall clock counts the time other processes hold
-the core, the thread's CPU time does not, so "% of peak" stays meaningful (a busy sibling
-hyperthread or a contended cache still slows both). Medians over ``--reps`` rounds.
+Times the cases of `bench_ops.CONVS` (with ``--resnet18``: ResNet-18's distinct convolutions),
+kiln's channel-blocked kernel and onnxruntime's one-Conv model, built as `bench_ops.py` builds
+them, in the calling thread's CPU time (``time.thread_time_ns``), interleaved with an FMA loop
+like /work/shared/tools/fma_peak.c timed the same way: on a shared machine the wall clock
+counts the time other processes hold the core, the thread's CPU time does not, so "% of peak"
+stays meaningful (a busy sibling hyperthread or a contended cache still slows both). Medians
+over ``--reps`` rounds.
 NOTE: onnxruntime runs on the calling thread with ``intra_op_num_threads=1``; kiln's kernels do
 with one OpenMP thread. Neither is meaningful on more threads here.
 """
@@ -81,19 +82,38 @@ def fma_peak() -> Any:
     return measure
 
 
+RESNET18 = (
+    bench_ops.Conv("stem 1x3x224x224 k7x7x64 s2 p3", 3, 224, 64, 7, stride=2, pad=3),
+    bench_ops.Conv("layer1 1x64x56x56 k3x3x64 p1", 64, 56, 64, 3, pad=1),
+    bench_ops.Conv("layer2 1x64x56x56 k3x3x128 s2 p1", 64, 56, 128, 3, stride=2, pad=1),
+    bench_ops.Conv("layer2 1x64x56x56 k1x1x128 s2", 64, 56, 128, 1, stride=2),
+    bench_ops.Conv("layer2 1x128x28x28 k3x3x128 p1", 128, 28, 128, 3, pad=1),
+    bench_ops.Conv("layer3 1x128x28x28 k3x3x256 s2 p1", 128, 28, 256, 3, stride=2, pad=1),
+    bench_ops.Conv("layer3 1x128x28x28 k1x1x256 s2", 128, 28, 256, 1, stride=2),
+    bench_ops.Conv("layer3 1x256x14x14 k3x3x256 p1", 256, 14, 256, 3, pad=1),
+    bench_ops.Conv("layer4 1x256x14x14 k3x3x512 s2 p1", 256, 14, 512, 3, stride=2, pad=1),
+    bench_ops.Conv("layer4 1x256x14x14 k1x1x512 s2", 256, 14, 512, 1, stride=2),
+    bench_ops.Conv("layer4 1x512x7x7 k3x3x512 p1", 512, 7, 512, 3, pad=1),
+)
+"""ResNet-18's distinct convolutions at 224x224 (``--resnet18``), in model order."""
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=60, help="rounds (median over them)")
-    p.add_argument("--cases", default=",".join(str(i) for i in range(len(bench_ops.CONVS))))
+    p.add_argument("--cases", help="indices into the case list (default: all)")
+    p.add_argument("--resnet18", action="store_true", help="ResNet-18's convolutions instead")
     args = p.parse_args()
+    convs = RESNET18 if args.resnet18 else bench_ops.CONVS
+    cases = args.cases or ",".join(str(i) for i in range(len(convs)))
     import numpy as np
 
     peak = fma_peak()
     rng = np.random.default_rng(0)
     print("| case | kiln GFLOP/s | % of peak | onnxruntime GFLOP/s | % of peak | kiln vs ort |")
     print("|---|---|---|---|---|---|")
-    for i in (int(c) for c in args.cases.split(",")):
-        conv = bench_ops.CONVS[i]
+    for i in (int(c) for c in cases.split(",")):
+        conv = convs[i]
         x = rng.standard_normal((1, conv.c, conv.h, conv.h), dtype="float32")
         shape = (conv.o, conv.c // conv.groups, conv.k, conv.k)
         w = rng.standard_normal(shape, dtype="float32") / np.float32(10)

@@ -10,7 +10,8 @@ Conventions of the emitted C:
   vector-extension typedefs (``float32x8``); bool vectors are 32-bit lane masks (-1/0);
 - storage-only floats (float16, bfloat16, fp8) are ``float`` values rounded after every
   operation and ``uint16_t``/``uint8_t`` in memory (see `c_prelude`);
-- operations GCC vectors lack (select, min/max, calls of scalar C functions, gathers) run lane
+- vector min/max are a compare and a bit blend (`blend_min_max`); operations GCC vectors lack
+  (select, calls of scalar C functions, gathers) run lane
   by lane inside a GNU statement expression, which GCC vectorizes;
 - math builtins and floor division arrive lowered (`kiln.tir.transform.LowerIntrin`): the
   emitter prints the C calls and operators it is given, and rejects what was not lowered.
@@ -68,6 +69,8 @@ class CExprEmitter(DeepWalker, ABC):
     SCALAR_TYPES: ClassVar[dict[str, str]] = SCALAR_C_TYPES
     STORAGE_FLOAT_C: ClassVar[dict[int, str]] = {16: "uint16_t", 8: "uint8_t"}
     VECTOR_TYPEDEF: ClassVar[str] = "typedef {elem} {name} __attribute__((vector_size({size})));"
+    BLEND_VECTORS: ClassVar[bool] = True
+    """Vector min/max print as a compare and a bit blend of GCC vectors (`blend_min_max`)."""
 
     prelude: Prelude
 
@@ -240,10 +243,33 @@ class CExprEmitter(DeepWalker, ABC):
         )
 
     def expr_Min(self, e: E.BinaryOp) -> str:
-        return self.helper_call(e, "min", "return a < b ? a : b;")
+        blend = self.blend_min_max(e, "<")
+        return blend or self.helper_call(e, "min", "return a < b ? a : b;")
 
     def expr_Max(self, e: E.BinaryOp) -> str:
-        return self.helper_call(e, "max", "return a > b ? a : b;")
+        blend = self.blend_min_max(e, ">")
+        return blend or self.helper_call(e, "max", "return a > b ? a : b;")
+
+    def blend_min_max(self, e: E.BinaryOp, op: str) -> str | None:
+        """``a op b ? a : b`` on two vectors of a native type as one compare and a blend of the
+        bits, or None where that does not apply (scalars, storage-only floats, bools).
+        NOTE: the lane-by-lane helper loop is not vectorized by GCC inside some unrolled nests
+        (a 3x3 max pool ran as scalar ``vmaxss``); the blend compiles to ``vcmpps`` and
+        ``vpblendmd`` (AVX-512) everywhere, with the same result for every input, NaN included
+        (a comparison with NaN is false: ``b``)."""
+        elem = e.dtype.element_of()
+        if not self.BLEND_VECTORS or e.dtype.lanes == 1 or e.a.dtype.lanes != e.dtype.lanes:
+            return None
+        if e.b.dtype.lanes != e.dtype.lanes or elem.is_bool or elem.bits == 1:
+            return None
+        if storage_float_suffix(elem) is not None:
+            return None
+        vt = self.type_of(e.dtype)
+        mt = self.type_of(DataType("int", elem.bits, e.dtype.lanes))
+        a, b, m = self.temp(), self.temp(), self.temp()
+        mask = f"{mt} {m} = ({a} {op} {b});"
+        blend = f"({vt})((({mt}){a} & {m}) | (({mt}){b} & ~{m}))"
+        return f"({{ {vt} {a} = {self.expr(e.a)}; {vt} {b} = {self.expr(e.b)}; {mask} {blend}; }})"
 
     def helper_call(self, e: E.BinaryOp, kind: str, body: str) -> str:
         """A call of the per-type helper ``kiln_<kind>_<dtype>(a, b)`` (lane-wise on vectors)."""

@@ -47,6 +47,7 @@ class CodeGenCUDA(CodeGenC):
     """Emit the device functions of a module as CUDA C++ (see module docstring)."""
 
     INDENT: ClassVar[str] = "  "
+    BLEND_VECTORS: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()

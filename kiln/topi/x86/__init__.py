@@ -3,8 +3,9 @@
 `dense.matmul` / `dense.dense` / `dense.batch_matmul` (and `conv2d.conv2d_nchw`) compute the
 same values as `kiln.topi.nn`, as packed and padded stages that `schedule_matmul`
 (`schedule_conv2d_nchw`) turns into register-blocked, vectorized, parallel kernels. The
-schedules also accept the plain `kiln.topi.nn` computes (a simpler tiled schedule). Importing
-this package registers both with `kiln.topi.schedule_for` (see `register`).
+schedules also accept the plain `kiln.topi.nn` computes (a simpler tiled schedule). Pools over
+channel-blocked tensors get `pool.schedule_pool_nchwc`. Importing this package registers all of
+them with `kiln.topi.schedule_for` (see `register`).
 """
 
 from kiln.topi.x86 import register as _register  # noqa: F401  (plugs into schedule_for)

@@ -49,6 +49,15 @@ FILTERS_IN_L2 = 512 * 1024
 tile: the tile loops over the channel blocks innermost (`NchwcTile.blocks_inner`)."""
 
 
+TAPS_FILTER_BYTES = 256 * 1024
+"""A row of filter taps is unrolled only when one output block's filters (``C * kh * kw * ob``
+values) take at most this many bytes. NOTE: the unrolled taps read three filter rows 4 KB apart
+per input channel instead of one contiguous row; measured (1 thread, thread CPU time, AVX-512,
+``conv_peak.py --resnet18`` shapes, tiles forced): ResNet-18's layer-4 3x3 (7x7 outputs, 590 KB
+per block) 91-95 GFLOP/s unrolled (1x7 tile) vs 99-101 not; its 3x3 stride 2 into layer 4
+(295 KB) 93 vs 96-99; layer 3's 3x3 (295 KB) 105 vs 108; layers 1-2 (73-147 KB) the same
+within noise either way."""
+
 MIN_UNROLLED_PIXELS = 6
 """A row of filter taps is unrolled (`NchwcTile.taps`) when the tile may still hold this many
 pixels beside the taps' filter vectors."""
@@ -180,9 +189,10 @@ def conv2d_nchwc(
         return nn_conv2d_nchwc(data, kernel, stride, padding, dilation, groups, name)
     n = d.n if const_int(d.n) is None else const_int(d.n)
     b = replace(b, dims=replace(d, n=n, h=const_int(d.h), w=const_int(d.w)))
-    kw = 1 if b.depthwise else b.dims.kw
-    tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
     filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
+    block_bytes = filter_bytes * b.ob // b.dims.o
+    kw = 1 if b.depthwise or block_bytes > TAPS_FILTER_BYTES else b.dims.kw
+    tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
     if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
         tile = replace(tile, blocks_inner=True)
     acc = _accumulate(_source(data, b, tile, name), kernel, b, tile, name)
