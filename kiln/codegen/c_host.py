@@ -13,7 +13,9 @@
   (`kiln.runtime.vm_anylist`, whose helpers print them): ``anylist_setitem_call_packed`` /
   ``_cpacked``, ``anylist_resetitem``, ``anylist_getitem`` as a packed argument, and
   ``call_packed`` / ``call_cpacked`` statements, which go through the VM context (``ctx_ptr``,
-  the function's first parameter) so their callees show in ``vm.profile``. The trailing null
+  the function's first parameter) so their callees show in ``vm.profile``. Builtins
+  (``vm.builtin.*``) are called directly through the context's table, ``vm.builtin.copy`` into
+  a register inline. The trailing null
   resource handle of ``call_cpacked`` (TVM's convention) is not passed: the callee's entry
   would count it as an argument.
 - For a ``tir.noalias`` function the entry also checks that the byte ranges of the argument
@@ -39,12 +41,15 @@ from kiln.runtime import ArgInfo, metadata_c_source
 from kiln.runtime.vm_anylist import (
     ANYLIST_C_HEADER,
     c_any,
+    c_call_builtin,
     c_call_cpacked,
     c_call_packed,
+    c_copy,
     c_cpacked_decl,
     c_getitem,
     c_resetitem,
 )
+from kiln.runtime.vm_builtins import builtin, builtin_index
 from kiln.runtime.vm_format import VMTIR_PREFIX
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
@@ -411,8 +416,14 @@ class CodeGenCHost(CodeGenC):
             items = [self.vm_arg(a) for a in rest]
             self.extern_decls.setdefault(self.ENTRY_PREFIX + callee, c_cpacked_decl(callee))
             self.emit(c_call_cpacked(callee, items, dst, ctx=ctx, on_error=exits))
+            return
+        items = [self.vm_arg(a) for a in rest]
+        index = builtin_index(callee)
+        if callee == COPY and dst is not None and len(items) == 1:
+            self.emit(c_copy(dst, items[0], on_error=exits))
+        elif index is not None:
+            self.emit(c_call_builtin(callee, index, items, dst, ctx=ctx, on_error=exits))
         else:
-            items = [self.vm_arg(a) for a in rest]
             self.emit(c_call_packed(callee, items, dst, ctx=ctx, on_error=exits))
 
     def vm_arg(self, a: E.PrimExpr) -> str:
@@ -441,6 +452,8 @@ class CodeGenCHost(CodeGenC):
     def call_anylist_getitem(self, e: E.Call) -> str:
         raise CodegenError(f"{self.fn.label}: anylist_getitem is only valid as a packed argument")
 
+
+COPY = builtin("copy").name
 
 VM_STATEMENTS = frozenset(
     {

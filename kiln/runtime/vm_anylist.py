@@ -24,6 +24,10 @@ self-contained: static inline helpers over libtvm_ffi, no link to the VM runtime
 - ``anylist_resetitem(l, i)``: ``kiln_vm_anylist_resetitem(l, i);``
 - ``anylist_setitem_call_packed(l, i, "g", a...)``: ``kiln_vm_call_packed(ctx_ptr, &cache, "g",
   argv, k, l, i)`` with one ``static void* volatile cache = NULL`` per call site;
+- the same for a builtin ``g`` of `kiln.runtime.vm_builtins.BUILTINS` (index b):
+  ``kiln_vm_call_builtin(ctx_ptr, &cache, b, "g", argv, k, l, i)``, a direct call of the runtime's
+  C entry through ``ctx_ptr`` (``KilnVMContextHeader.builtins[b]``); and for
+  ``vm.builtin.copy`` with a destination, ``kiln_vm_anylist_copy(l, i, &item)`` inline;
 - ``anylist_setitem_call_cpacked(l, i, "s", a..., NULL)``: ``kiln_vm_call_cpacked(ctx_ptr,
   __tvm_ffi_s, "s", argv, k, l, i)``, a direct call of the library's own entry symbol; the
   trailing null resource handle of the seed's convention is not an argument;
@@ -125,6 +129,34 @@ def c_call_packed(
     return (
         f"{{ static void* volatile cache = NULL; {_argv(args)} if ({call} != 0) {{ {on_error} }} }}"
     )
+
+
+def c_call_builtin(
+    name: str,
+    index: int,
+    args: Sequence[str],
+    dst: tuple[str, int | str] | None = None,
+    *,
+    ctx: str = "ctx_ptr",
+    on_error: str = "return -1;",
+) -> str:
+    """`c_call_packed` of the builtin ``name`` at ``index`` in `BUILTINS`, called directly
+    through the VM context (see the module docstring)."""
+    lst, slot = dst if dst is not None else ("NULL", -1)
+    call = (
+        f"kiln_vm_call_builtin({ctx}, &cache, {index}, {_c_string(name)}, argv, {len(args)}, "
+        f"{lst}, {slot})"
+    )
+    return (
+        f"{{ static void* volatile cache = NULL; {_argv(args)} if ({call} != 0) {{ {on_error} }} }}"
+    )
+
+
+def c_copy(dst: tuple[str, int | str], item: str, *, on_error: str = "return -1;") -> str:
+    """``anylist_setitem_call_packed(dst[0], dst[1], "vm.builtin.copy", item)`` inline."""
+    lst, slot = dst
+    copy = f"kiln_vm_anylist_copy({lst}, {slot}, &item)"
+    return f"{{ TVMFFIAny item = {item}; if ({copy} != 0) {{ {on_error} }} }}"
 
 
 def c_call_cpacked(

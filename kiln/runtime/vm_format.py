@@ -55,7 +55,7 @@ import numpy as np
 
 from kiln.errors import KilnError
 
-VM_FORMAT_VERSION = 1
+VM_FORMAT_VERSION = 2
 """Version of the serialized format and instruction encoding (the C runtime checks it too)."""
 
 MAGIC = b"KILNVMX\x00"

@@ -6,7 +6,7 @@
  * from register n (compiled mode).
  */
 
-#define KVM_FORMAT_VERSION 1 /* kiln/runtime/vm_format.py VM_FORMAT_VERSION */
+#define KVM_FORMAT_VERSION 2 /* kiln/runtime/vm_format.py VM_FORMAT_VERSION */
 
 /* ---- profiling ---------------------------------------------------------------------------- */
 

@@ -194,6 +194,8 @@ static int kvm_create(void* self, const TVMFFIAny* args, int32_t n, TVMFFIAny* r
   vm->hdr.abi_version = KILN_VM_ABI_VERSION;
   vm->hdr.now_ns = kvm_now_ns;
   vm->hdr.record = kvm_record;
+  vm->hdr.builtins = kvm_builtin_fns;
+  vm->hdr.num_builtins = KVM_NUM_BUILTINS;
   if (kvm_build(vm, args) != 0 || TVMFFIFunctionCreate(vm, kvm_handle_call, kvm_free, &h) != 0) {
     kvm_free(vm);
     return -1;
@@ -215,18 +217,26 @@ static int kvm_register(const char* name, TVMFFISafeCallType fn) {
 }
 
 /* Register every builtin and kiln.vm.create (again, harmlessly, when called twice); returns
- * (format version, ABI version). */
+ * (format version, ABI version, builtin names in table order). */
 TVM_FFI_DLL_EXPORT int __tvm_ffi_kiln_vm_init(void* self, const TVMFFIAny* args, int32_t n,
                                               TVMFFIAny* ret) {
-  TVMFFIAny versions[2];
+  TVMFFIAny out[3], names[sizeof(kvm_builtins) / sizeof(kvm_builtins[0])];
+  int rc;
   (void)self;
   (void)args;
   (void)n;
-  for (size_t i = 0; i < sizeof(kvm_builtins) / sizeof(kvm_builtins[0]); ++i) {
+  for (int64_t i = 0; i < KVM_NUM_BUILTINS; ++i) {
     if (kvm_register(kvm_builtins[i].name, kvm_builtins[i].fn) != 0) return -1;
+    kvm_builtin_fns[i] = kvm_builtins[i].fn;
+    names[i].type_index = kTVMFFIRawStr;
+    names[i].zero_padding = 0;
+    names[i].v_c_str = kvm_builtins[i].name;
   }
   if (kvm_register("kiln.vm.create", kvm_create) != 0) return -1;
-  kvm_set_int(&versions[0], KVM_FORMAT_VERSION);
-  kvm_set_int(&versions[1], KILN_VM_ABI_VERSION);
-  return kvm_make_array(versions, 2, ret);
+  kvm_set_int(&out[0], KVM_FORMAT_VERSION);
+  kvm_set_int(&out[1], KILN_VM_ABI_VERSION);
+  if (kvm_make_array(names, (int32_t)KVM_NUM_BUILTINS, &out[2]) != 0) return -1;
+  rc = kvm_make_array(out, 3, ret);
+  kiln_vm_any_release(&out[2]);
+  return rc;
 }
