@@ -48,6 +48,8 @@ from kiln.runtime.vm_anylist import (
     c_cpacked_decl,
     c_getitem,
     c_resetitem,
+    c_unless_shape_ok,
+    c_unless_tensor_ok,
 )
 from kiln.runtime.vm_builtins import builtin, builtin_index
 from kiln.runtime.vm_format import VMTIR_PREFIX
@@ -422,7 +424,8 @@ class CodeGenCHost(CodeGenC):
         if callee == COPY and dst is not None and len(items) == 1:
             self.emit(c_copy(dst, items[0], on_error=exits))
         elif index is not None:
-            self.emit(c_call_builtin(callee, index, items, dst, ctx=ctx, on_error=exits))
+            call = c_call_builtin(callee, index, items, dst, ctx=ctx, on_error=exits)
+            self.emit(call if dst is not None else vm_guarded(callee, rest, items, call))
         else:
             self.emit(c_call_packed(callee, items, dst, ctx=ctx, on_error=exits))
 
@@ -454,6 +457,8 @@ class CodeGenCHost(CodeGenC):
 
 
 COPY = builtin("copy").name
+CHECK_TENSOR_INFO = builtin("check_tensor_info").name
+MATCH_SHAPE = builtin("match_shape").name
 
 VM_STATEMENTS = frozenset(
     {
@@ -466,6 +471,22 @@ VM_STATEMENTS = frozenset(
     }
 )
 """Calls that a ``__vmtir__`` function evaluates as statements in the any-list contract's form."""
+
+
+def vm_guarded(callee: str, args: tuple[E.PrimExpr, ...], items: list[str], call: str) -> str:
+    """``call`` of a check builtin behind its inline guard when the arguments the guard needs are
+    constants (see `kiln.runtime.vm_anylist`), else ``call``."""
+    consts = [a.value if isinstance(a, E.IntImm) else None for a in args]
+    if callee == CHECK_TENSOR_INFO and len(args) == 4 and consts[1] is not None:
+        return c_unless_tensor_ok(items[0], consts[1], items[2], call)
+    if callee != MATCH_SHAPE or len(args) < 4 or not is_null_handle(args[1]):
+        return call
+    ndim, spec = consts[2], consts[3:-1]
+    if ndim is None or len(spec) != 2 * ndim or any(v is None for v in spec):
+        return call
+    if any(code not in (0, 1) for code in spec[::2]):
+        return call
+    return c_unless_shape_ok(items[0], ndim, spec, call)  # type: ignore[arg-type]
 
 
 def _builtin_name(e: E.PrimExpr) -> str:

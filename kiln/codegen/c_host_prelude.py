@@ -203,8 +203,8 @@ static int kiln_arg_bool(const TVMFFIAny* args, int32_t i, const char* fn, const
   return 0;
 }
 
-static int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn, const char* name,
-                           void** out) {
+static int kiln_arg_handle_any(const TVMFFIAny* args, int32_t i, const char* fn,
+                               const char* name, void** out) {
   int32_t kind = args[i].type_index;
   if (kind == kTVMFFIOpaquePtr || kind == kTVMFFIDLTensorPtr) {
     *out = args[i].v_ptr;
@@ -219,6 +219,16 @@ static int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn, con
                      name, kiln_kind_name(kind));
   }
   return 0;
+}
+
+/* NOTE: the common case (an opaque pointer: every call of a compiled-mode VM function) inline. */
+static inline int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn,
+                                  const char* name, void** out) {
+  if (args[i].type_index == kTVMFFIOpaquePtr) {
+    *out = args[i].v_ptr;
+    return 0;
+  }
+  return kiln_arg_handle_any(args, i, fn, name, out);
 }
 """
 

@@ -28,6 +28,11 @@ self-contained: static inline helpers over libtvm_ffi, no link to the VM runtime
   ``kiln_vm_call_builtin(ctx_ptr, &cache, b, "g", argv, k, l, i)``, a direct call of the runtime's
   C entry through ``ctx_ptr`` (``KilnVMContextHeader.builtins[b]``); and for
   ``vm.builtin.copy`` with a destination, ``kiln_vm_anylist_copy(l, i, &item)`` inline;
+- ``call_packed("vm.builtin.check_tensor_info", x, ndim, dtype, err_ctx)`` with a constant
+  ``ndim``, and ``call_packed("vm.builtin.match_shape", x, None, ndim, code, v, ..., err_ctx)``
+  with constant codes 0 / 1 and values: the call behind an inline guard
+  (``kiln_vm_tensor_ok`` / ``kiln_vm_shape_ok``) that skips it when the check passes, so errors
+  still come from the builtin (`c_unless_tensor_ok`, `c_unless_shape_ok`);
 - ``anylist_setitem_call_cpacked(l, i, "s", a..., NULL)``: ``kiln_vm_call_cpacked(ctx_ptr,
   __tvm_ffi_s, "s", argv, k, l, i)``, a direct call of the library's own entry symbol; the
   trailing null resource handle of the seed's convention is not an argument;
@@ -157,6 +162,22 @@ def c_copy(dst: tuple[str, int | str], item: str, *, on_error: str = "return -1;
     lst, slot = dst
     copy = f"kiln_vm_anylist_copy({lst}, {slot}, &item)"
     return f"{{ TVMFFIAny item = {item}; if ({copy} != 0) {{ {on_error} }} }}"
+
+
+def c_unless_tensor_ok(item: str, ndim: int, dtype: str, call: str) -> str:
+    """``call`` (a ``vm.builtin.check_tensor_info(item, ndim, dtype, ...)`` block) run only when
+    the inline guard ``kiln_vm_tensor_ok`` cannot tell that the check passes."""
+    guard = f"kiln_vm_tensor_ok(&kiln_x, {ndim}, &kiln_d)"
+    return f"{{ TVMFFIAny kiln_x = {item}, kiln_d = {dtype}; if (!{guard}) {call} }}"
+
+
+def c_unless_shape_ok(item: str, ndim: int, spec: Sequence[int], call: str) -> str:
+    """``call`` (a ``vm.builtin.match_shape(item, None, ndim, *spec, ...)`` block, every code 0
+    or 1) run only when the inline guard ``kiln_vm_shape_ok`` cannot tell that it passes."""
+    values = ", ".join(str(int(v)) for v in spec) or "0"
+    decl = f"static const int64_t kiln_spec[{max(len(spec), 1)}] = {{{values}}};"
+    guard = f"kiln_vm_shape_ok(&kiln_x, {ndim}, kiln_spec)"
+    return f"{{ {decl} TVMFFIAny kiln_x = {item}; if (!{guard}) {call} }}"
 
 
 def c_call_cpacked(

@@ -152,6 +152,52 @@ static inline int kiln_vm_anylist_copy(void* list, int32_t index, const TVMFFIAn
   return 0;
 }
 
+/* Guards of compiled-mode checks whose arguments are known when the code is generated: 1 when
+ * the check passes, 0 when the builtin must run (it then raises its own error, or passes). */
+
+static inline const DLTensor* kiln_vm_as_tensor(const TVMFFIAny* x) {
+  if (x->type_index == kTVMFFITensor) {
+    return (const DLTensor*)((const char*)x->v_obj + sizeof(TVMFFIObject));
+  }
+  return x->type_index == kTVMFFIDLTensorPtr ? (const DLTensor*)x->v_ptr : NULL;
+}
+
+/* vm.builtin.check_tensor_info(x, ndim, dtype, err_ctx) would pass. */
+static inline int kiln_vm_tensor_ok(const TVMFFIAny* x, int64_t ndim, const TVMFFIAny* dtype) {
+  const DLTensor* t = kiln_vm_as_tensor(x);
+  DLDataType w;
+  if (t == NULL || (ndim >= 0 && t->ndim != ndim)) return 0;
+  if (dtype->type_index == kTVMFFINone) return 1;
+  if (dtype->type_index != kTVMFFIDataType) return 0;
+  w = dtype->v_dtype;
+  if (w.code == kDLOpaqueHandle && w.bits == 0) return 1;
+  return w.code == t->dtype.code && w.bits == t->dtype.bits && w.lanes == t->dtype.lanes;
+}
+
+/* vm.builtin.match_shape(x, None, ndim, spec..., err_ctx) would pass, where spec holds (code,
+ * value) per dim and every code is 0 (no-op) or 1 (equal to value); other codes return 0. */
+static inline int kiln_vm_shape_ok(const TVMFFIAny* x, int64_t ndim, const int64_t* spec) {
+  const DLTensor* t = kiln_vm_as_tensor(x);
+  const int64_t* dims;
+  int64_t have;
+  if (t != NULL) {
+    dims = t->shape;
+    have = t->ndim;
+  } else if (x->type_index == kTVMFFIShape) {
+    const TVMFFIShapeCell* cell =
+        (const TVMFFIShapeCell*)((const char*)x->v_obj + sizeof(TVMFFIObject));
+    dims = cell->data;
+    have = (int64_t)cell->size;
+  } else {
+    return 0;
+  }
+  if (have != ndim) return 0;
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (spec[2 * i] == 1 ? dims[i] != spec[2 * i + 1] : spec[2 * i] != 0) return 0;
+  }
+  return 1;
+}
+
 /* anylist_setitem_call_cpacked(list, index, "symbol", args..., NULL): list[index] =
  * __tvm_ffi_<symbol>(NULL, args, n) of a function in the same library (no lookup). */
 static inline int kiln_vm_call_cpacked(void* ctx, TVMFFISafeCallType fn, const char* name,
