@@ -5,8 +5,8 @@ The bytecode interpreter calls these by their global tvm-ffi name, through the f
 directly, by its index in `BUILTINS` through the VM context (see `kiln.runtime.vm_anylist`), so
 re-registering a ``vm.builtin.*`` global changes what bytecode calls, not compiled code. The C
 source is kiln/runtime/vm_c/builtins.c and checks.c; `kiln.runtime.vm_runtime.load_vm_runtime()`
-compiles and registers them. The compiler half (kiln/vm) imports this table to know what it may emit; a
-test checks that the table and the registered ``vm.builtin.*`` globals are the same set.
+compiles and registers them. The compiler half (kiln/vm) imports this table to know what it may
+emit; a test checks that the table and the registered ``vm.builtin.*`` globals are the same set.
 
 Conventions shared by all builtins:
 
