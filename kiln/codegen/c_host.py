@@ -52,7 +52,7 @@ from kiln.runtime.vm_anylist import (
     c_unless_tensor_ok,
 )
 from kiln.runtime.vm_builtins import builtin, builtin_index
-from kiln.runtime.vm_format import VMTIR_PREFIX
+from kiln.runtime.vm_format import VMTIR_ENTRY_PREFIX, VMTIR_PREFIX
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.attrs import PACKED_API
@@ -163,6 +163,8 @@ class CodeGenCHost(CodeGenC):
         sig = "int32_t num_args, TVMFFIAny* result"
         head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
+        if api.symbol.startswith(VMTIR_PREFIX) and not self.check_pending:
+            self.entries.append(vmtir_entry(api.symbol[len(VMTIR_PREFIX) :], st.c_name))
         self.exposed.append(api.symbol)
         self.signatures[api.symbol] = signature(api)
         self._fn = None
@@ -471,6 +473,20 @@ VM_STATEMENTS = frozenset(
     }
 )
 """Calls that a ``__vmtir__`` function evaluates as statements in the any-list contract's form."""
+
+
+def vmtir_entry(name: str, c_name: str) -> str:
+    """``__vmtir_entry__<name>()``: the address of the typed ``__vmtir__`` function ``c_name``
+    (``int32_t (void*, void*, void*, void*)``), for the VM to call without the checked entry.
+    NOTE: not listed in the metadata; the VM asks the library's symbols for it."""
+    sig = "void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result"
+    return (
+        f"TVM_FFI_DLL_EXPORT int __tvm_ffi_{VMTIR_ENTRY_PREFIX}{name}({sig}) {{\n"
+        "  (void)self; (void)args; (void)num_args;\n"
+        "  result->type_index = kTVMFFIOpaquePtr; result->zero_padding = 0;\n"
+        f"  result->v_ptr = (void*)&{c_name};\n"
+        "  return 0;\n}\n"
+    )
 
 
 def vm_guarded(callee: str, args: tuple[E.PrimExpr, ...], items: list[str], call: str) -> str:

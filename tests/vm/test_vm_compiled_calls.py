@@ -1,6 +1,7 @@
 """How compiled-mode C calls the VM builtins: directly through the context's table (by index in
 BUILTINS), ``vm.builtin.copy`` inline, and input checks with constant arguments behind inline
-guards that fall back to the builtin, so that errors are the builtin's, as in bytecode mode."""
+guards that fall back to the builtin, so that errors are the builtin's, as in bytecode mode; the
+VM calls the typed ``__vmtir__`` function through the address ``__vmtir_entry__<name>`` gives."""
 
 # ruff: noqa: F841 - names in R scripts are script variables, not Python locals
 
@@ -40,6 +41,7 @@ def test_compiled_source_calls_builtins_directly() -> None:
     assert "kiln_vm_anylist_copy(r, 1, &item)" in body
     assert "kiln_vm_tensor_ok(&kiln_x, 2, &kiln_d)" in body
     assert "kiln_spec[4] = {1, 4, 1, 16}" in body
+    assert "result->v_ptr = (void*)&v_vmtir__main;" in body  # __vmtir_entry__main: no checks
 
 
 @pytest.mark.parametrize(
