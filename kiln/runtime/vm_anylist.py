@@ -4,7 +4,10 @@ The compiler half turns each VM function ``name`` into the PrimFunc
 ``__vmtir__<name>(ctx_ptr: handle, r: handle, c: handle, f: handle)`` (``global_symbol``
 ``"__vmtir__<name>"``, no buffers) and builds it like any exposed PrimFunc, in the same library
 as the kernels: the library exports ``__tvm_ffi___vmtir__<name>`` (tvm-ffi safe call) and lists
-it in its metadata. The VM calls it with four opaque pointers:
+it in its metadata. The C code generator also exports ``__vmtir_entry__<name>()``
+(`VMTIR_ENTRY_PREFIX`), which returns the address of the typed function; when a library has it
+the VM calls that address directly, skipping the checked entry. The VM calls it with four
+opaque pointers:
 
 - ``ctx_ptr``: the VM context. It starts with ``KilnVMContextHeader`` (see `ANYLIST_C_HEADER`);
   pass it on where a builtin takes ``ctx`` (a handle argument becomes an opaque pointer).
