@@ -13,7 +13,9 @@
   (`kiln.runtime.vm_anylist`, whose helpers print them): ``anylist_setitem_call_packed`` /
   ``_cpacked``, ``anylist_resetitem``, ``anylist_getitem`` as a packed argument, and
   ``call_packed`` / ``call_cpacked`` statements, which go through the VM context (``ctx_ptr``,
-  the function's first parameter) so their callees show in ``vm.profile``. The trailing null
+  the function's first parameter) so their callees show in ``vm.profile``. Builtins
+  (``vm.builtin.*``) are called directly through the context's table, ``vm.builtin.copy`` into
+  a register inline. The trailing null
   resource handle of ``call_cpacked`` (TVM's convention) is not passed: the callee's entry
   would count it as an argument.
 - For a ``tir.noalias`` function the entry also checks that the byte ranges of the argument
@@ -39,13 +41,18 @@ from kiln.runtime import ArgInfo, metadata_c_source
 from kiln.runtime.vm_anylist import (
     ANYLIST_C_HEADER,
     c_any,
+    c_call_builtin,
     c_call_cpacked,
     c_call_packed,
+    c_copy,
     c_cpacked_decl,
     c_getitem,
     c_resetitem,
+    c_unless_shape_ok,
+    c_unless_tensor_ok,
 )
-from kiln.runtime.vm_format import VMTIR_PREFIX
+from kiln.runtime.vm_builtins import builtin, builtin_index
+from kiln.runtime.vm_format import VMTIR_ENTRY_PREFIX, VMTIR_PREFIX
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.attrs import PACKED_API
@@ -156,6 +163,8 @@ class CodeGenCHost(CodeGenC):
         sig = "int32_t num_args, TVMFFIAny* result"
         head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
+        if api.symbol.startswith(VMTIR_PREFIX) and not self.check_pending:
+            self.entries.append(vmtir_entry(api.symbol[len(VMTIR_PREFIX) :], st.c_name))
         self.exposed.append(api.symbol)
         self.signatures[api.symbol] = signature(api)
         self._fn = None
@@ -411,8 +420,15 @@ class CodeGenCHost(CodeGenC):
             items = [self.vm_arg(a) for a in rest]
             self.extern_decls.setdefault(self.ENTRY_PREFIX + callee, c_cpacked_decl(callee))
             self.emit(c_call_cpacked(callee, items, dst, ctx=ctx, on_error=exits))
+            return
+        items = [self.vm_arg(a) for a in rest]
+        index = builtin_index(callee)
+        if callee == COPY and dst is not None and len(items) == 1:
+            self.emit(c_copy(dst, items[0], on_error=exits))
+        elif index is not None:
+            call = c_call_builtin(callee, index, items, dst, ctx=ctx, on_error=exits)
+            self.emit(call if dst is not None else vm_guarded(callee, rest, items, call))
         else:
-            items = [self.vm_arg(a) for a in rest]
             self.emit(c_call_packed(callee, items, dst, ctx=ctx, on_error=exits))
 
     def vm_arg(self, a: E.PrimExpr) -> str:
@@ -442,6 +458,10 @@ class CodeGenCHost(CodeGenC):
         raise CodegenError(f"{self.fn.label}: anylist_getitem is only valid as a packed argument")
 
 
+COPY = builtin("copy").name
+CHECK_TENSOR_INFO = builtin("check_tensor_info").name
+MATCH_SHAPE = builtin("match_shape").name
+
 VM_STATEMENTS = frozenset(
     {
         "anylist_setitem_call_packed",
@@ -453,6 +473,36 @@ VM_STATEMENTS = frozenset(
     }
 )
 """Calls that a ``__vmtir__`` function evaluates as statements in the any-list contract's form."""
+
+
+def vmtir_entry(name: str, c_name: str) -> str:
+    """``__vmtir_entry__<name>()``: the address of the typed ``__vmtir__`` function ``c_name``
+    (``int32_t (void*, void*, void*, void*)``), for the VM to call without the checked entry.
+    NOTE: not listed in the metadata; the VM asks the library's symbols for it."""
+    sig = "void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result"
+    return (
+        f"TVM_FFI_DLL_EXPORT int __tvm_ffi_{VMTIR_ENTRY_PREFIX}{name}({sig}) {{\n"
+        "  (void)self; (void)args; (void)num_args;\n"
+        "  result->type_index = kTVMFFIOpaquePtr; result->zero_padding = 0;\n"
+        f"  result->v_ptr = (void*)&{c_name};\n"
+        "  return 0;\n}\n"
+    )
+
+
+def vm_guarded(callee: str, args: tuple[E.PrimExpr, ...], items: list[str], call: str) -> str:
+    """``call`` of a check builtin behind its inline guard when the arguments the guard needs are
+    constants (see `kiln.runtime.vm_anylist`), else ``call``."""
+    consts = [a.value if isinstance(a, E.IntImm) else None for a in args]
+    if callee == CHECK_TENSOR_INFO and len(args) == 4 and consts[1] is not None:
+        return c_unless_tensor_ok(items[0], consts[1], items[2], call)
+    if callee != MATCH_SHAPE or len(args) < 4 or not is_null_handle(args[1]):
+        return call
+    ndim, spec = consts[2], consts[3:-1]
+    if ndim is None or len(spec) != 2 * ndim or any(v is None for v in spec):
+        return call
+    if any(code not in (0, 1) for code in spec[::2]):
+        return call
+    return c_unless_shape_ok(items[0], ndim, spec, call)  # type: ignore[arg-type]
 
 
 def _builtin_name(e: E.PrimExpr) -> str:

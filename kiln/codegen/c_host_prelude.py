@@ -116,19 +116,24 @@ static int kiln_arg_tensor(const TVMFFIAny* args, int32_t i, const char* fn, con
   return 0;
 }
 
-static int kiln_check_compact(const DLTensor* t, const char* fn, const char* name) {
-  int64_t expect = 1;
+/* The error of kiln_check_compact (none for a tensor without elements: any strides will do). */
+static int kiln_compact_error(const DLTensor* t, const char* fn, const char* name) {
   char strides[256], shape[256];
-  if (t->strides == NULL || kiln_numel(t) == 0) return 0;
+  if (kiln_numel(t) == 0) return 0;
+  kiln_ints(t->strides, t->ndim, strides, sizeof(strides));
+  kiln_ints(t->shape, t->ndim, shape, sizeof(shape));
+  return kiln_fail("ValueError",
+                   "%s: argument %s.strides expected a compact row-major layout, got strides "
+                   "%s for shape %s (pass a contiguous array, e.g. numpy.ascontiguousarray)",
+                   fn, name, strides, shape);
+}
+
+/* NOTE: inline, with the error out of line: it runs for every tensor of every kernel call. */
+static inline int kiln_check_compact(const DLTensor* t, const char* fn, const char* name) {
+  int64_t expect = 1;
+  if (t->strides == NULL) return 0;
   for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] != 1 && t->strides[d] != expect) {
-      kiln_ints(t->strides, t->ndim, strides, sizeof(strides));
-      kiln_ints(t->shape, t->ndim, shape, sizeof(shape));
-      return kiln_fail("ValueError",
-                       "%s: argument %s.strides expected a compact row-major layout, got strides "
-                       "%s for shape %s (pass a contiguous array, e.g. numpy.ascontiguousarray)",
-                       fn, name, strides, shape);
-    }
+    if (t->shape[d] != 1 && t->strides[d] != expect) return kiln_compact_error(t, fn, name);
     expect *= t->shape[d];
   }
   return 0;
@@ -203,8 +208,8 @@ static int kiln_arg_bool(const TVMFFIAny* args, int32_t i, const char* fn, const
   return 0;
 }
 
-static int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn, const char* name,
-                           void** out) {
+static int kiln_arg_handle_any(const TVMFFIAny* args, int32_t i, const char* fn,
+                               const char* name, void** out) {
   int32_t kind = args[i].type_index;
   if (kind == kTVMFFIOpaquePtr || kind == kTVMFFIDLTensorPtr) {
     *out = args[i].v_ptr;
@@ -219,6 +224,16 @@ static int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn, con
                      name, kiln_kind_name(kind));
   }
   return 0;
+}
+
+/* NOTE: the common case (an opaque pointer: every call of a compiled-mode VM function) inline. */
+static inline int kiln_arg_handle(const TVMFFIAny* args, int32_t i, const char* fn,
+                                  const char* name, void** out) {
+  if (args[i].type_index == kTVMFFIOpaquePtr) {
+    *out = args[i].v_ptr;
+    return 0;
+  }
+  return kiln_arg_handle_any(args, i, fn, name, out);
 }
 """
 

@@ -35,6 +35,7 @@ from kiln.runtime.tensor import (
     tensor,
 )
 from kiln.runtime.vm_format import (
+    VMTIR_ENTRY_PREFIX,
     VMTIR_PREFIX,
     DTypeConst,
     Executable,
@@ -80,6 +81,20 @@ def _resolve(exe: Executable, f: VMFunction) -> tvm_ffi.Function | None:
         where = "it has no library" if lib is None else f"{getattr(lib, 'path', lib)} lacks it"
         raise KilnError(f"executable needs {what} {symbol!r}, but {where}")
     return found
+
+
+def _vmtir_entry(exe: Executable, f: VMFunction) -> Any:
+    """The address of the unchecked C function of compiled VM function ``f``
+    (``__vmtir_entry__<name>()``, see `VMTIR_ENTRY_PREFIX`), or None when the library has none
+    (hand-written ``__vmtir__`` code): the VM then calls the checked entry."""
+    if f.kind is not FuncKind.VMTIR or exe.library is None:
+        return None
+    ffi = getattr(exe.library, "ffi_module", exe.library)  # kiln Module or raw tvm_ffi.Module
+    try:
+        getter = ffi.get_function(VMTIR_ENTRY_PREFIX + f.name)
+    except (AttributeError, FunctionNotFoundError):
+        return None
+    return None if getter is None else getter()
 
 
 def _constant(c: Any) -> Any:
@@ -282,6 +297,7 @@ def _create(exe: Executable, device: Device) -> tvm_ffi.Function:
         raise KilnError(f"the executable's function table lists {', '.join(dups)} twice")
     runtime = load_vm_runtime()  # registers the builtins before packed entries are resolved
     impls = [_resolve(exe, f) for f in exe.functions]
+    entries = [_vmtir_entry(exe, f) for f in exe.functions]
     words = encode(exe.instructions)
     code = tvm_ffi.from_dlpack(words) if words.size else None
     meta: list[int] = []
@@ -290,6 +306,6 @@ def _create(exe: Executable, device: Device) -> tvm_ffi.Function:
     params = [", ".join(f.params) for f in exe.functions]
     consts = [_constant(c) for c in exe.constants]
     try:
-        return runtime.create(code, meta, names, params, impls, consts, device)
+        return runtime.create(code, meta, names, params, impls, consts, device, entries)
     except (ValueError, TypeError, IndexError) as e:
         raise KilnError(f"cannot create a VirtualMachine: {e}") from e

@@ -4,7 +4,10 @@ The compiler half turns each VM function ``name`` into the PrimFunc
 ``__vmtir__<name>(ctx_ptr: handle, r: handle, c: handle, f: handle)`` (``global_symbol``
 ``"__vmtir__<name>"``, no buffers) and builds it like any exposed PrimFunc, in the same library
 as the kernels: the library exports ``__tvm_ffi___vmtir__<name>`` (tvm-ffi safe call) and lists
-it in its metadata. The VM calls it with four opaque pointers:
+it in its metadata. The C code generator also exports ``__vmtir_entry__<name>()``
+(`VMTIR_ENTRY_PREFIX`), which returns the address of the typed function; when a library has it
+the VM calls that address directly, skipping the checked entry. The VM calls it with four
+opaque pointers:
 
 - ``ctx_ptr``: the VM context. It starts with ``KilnVMContextHeader`` (see `ANYLIST_C_HEADER`);
   pass it on where a builtin takes ``ctx`` (a handle argument becomes an opaque pointer).
@@ -24,6 +27,15 @@ self-contained: static inline helpers over libtvm_ffi, no link to the VM runtime
 - ``anylist_resetitem(l, i)``: ``kiln_vm_anylist_resetitem(l, i);``
 - ``anylist_setitem_call_packed(l, i, "g", a...)``: ``kiln_vm_call_packed(ctx_ptr, &cache, "g",
   argv, k, l, i)`` with one ``static void* volatile cache = NULL`` per call site;
+- the same for a builtin ``g`` of `kiln.runtime.vm_builtins.BUILTINS` (index b):
+  ``kiln_vm_call_builtin(ctx_ptr, &cache, b, "g", argv, k, l, i)``, a direct call of the runtime's
+  C entry through ``ctx_ptr`` (``KilnVMContextHeader.builtins[b]``); and for
+  ``vm.builtin.copy`` with a destination, ``kiln_vm_anylist_copy(l, i, &item)`` inline;
+- ``call_packed("vm.builtin.check_tensor_info", x, ndim, dtype, err_ctx)`` with a constant
+  ``ndim``, and ``call_packed("vm.builtin.match_shape", x, None, ndim, code, v, ..., err_ctx)``
+  with constant codes 0 / 1 and values: the call behind an inline guard
+  (``kiln_vm_tensor_ok`` / ``kiln_vm_shape_ok``) that skips it when the check passes, so errors
+  still come from the builtin (`c_unless_tensor_ok`, `c_unless_shape_ok`);
 - ``anylist_setitem_call_cpacked(l, i, "s", a..., NULL)``: ``kiln_vm_call_cpacked(ctx_ptr,
   __tvm_ffi_s, "s", argv, k, l, i)``, a direct call of the library's own entry symbol; the
   trailing null resource handle of the seed's convention is not an argument;
@@ -125,6 +137,50 @@ def c_call_packed(
     return (
         f"{{ static void* volatile cache = NULL; {_argv(args)} if ({call} != 0) {{ {on_error} }} }}"
     )
+
+
+def c_call_builtin(
+    name: str,
+    index: int,
+    args: Sequence[str],
+    dst: tuple[str, int | str] | None = None,
+    *,
+    ctx: str = "ctx_ptr",
+    on_error: str = "return -1;",
+) -> str:
+    """`c_call_packed` of the builtin ``name`` at ``index`` in `BUILTINS`, called directly
+    through the VM context (see the module docstring)."""
+    lst, slot = dst if dst is not None else ("NULL", -1)
+    call = (
+        f"kiln_vm_call_builtin({ctx}, &cache, {index}, {_c_string(name)}, argv, {len(args)}, "
+        f"{lst}, {slot})"
+    )
+    return (
+        f"{{ static void* volatile cache = NULL; {_argv(args)} if ({call} != 0) {{ {on_error} }} }}"
+    )
+
+
+def c_copy(dst: tuple[str, int | str], item: str, *, on_error: str = "return -1;") -> str:
+    """``anylist_setitem_call_packed(dst[0], dst[1], "vm.builtin.copy", item)`` inline."""
+    lst, slot = dst
+    copy = f"kiln_vm_anylist_copy({lst}, {slot}, &item)"
+    return f"{{ TVMFFIAny item = {item}; if ({copy} != 0) {{ {on_error} }} }}"
+
+
+def c_unless_tensor_ok(item: str, ndim: int, dtype: str, call: str) -> str:
+    """``call`` (a ``vm.builtin.check_tensor_info(item, ndim, dtype, ...)`` block) run only when
+    the inline guard ``kiln_vm_tensor_ok`` cannot tell that the check passes."""
+    guard = f"kiln_vm_tensor_ok(&kiln_x, {ndim}, &kiln_d)"
+    return f"{{ TVMFFIAny kiln_x = {item}, kiln_d = {dtype}; if (!{guard}) {call} }}"
+
+
+def c_unless_shape_ok(item: str, ndim: int, spec: Sequence[int], call: str) -> str:
+    """``call`` (a ``vm.builtin.match_shape(item, None, ndim, *spec, ...)`` block, every code 0
+    or 1) run only when the inline guard ``kiln_vm_shape_ok`` cannot tell that it passes."""
+    values = ", ".join(str(int(v)) for v in spec) or "0"
+    decl = f"static const int64_t kiln_spec[{max(len(spec), 1)}] = {{{values}}};"
+    guard = f"kiln_vm_shape_ok(&kiln_x, {ndim}, kiln_spec)"
+    return f"{{ {decl} TVMFFIAny kiln_x = {item}; if (!{guard}) {call} }}"
 
 
 def c_call_cpacked(

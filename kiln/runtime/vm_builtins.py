@@ -1,11 +1,12 @@
 """The VM builtins: one table of names, arities and effects, implemented once in C.
 
-Both execution modes call these by their global tvm-ffi name: the bytecode interpreter through
-the function table (a `FuncKind.PACKED` entry), compiled-mode C through
-`anylist_setitem_call_packed` (see `kiln.runtime.vm_anylist`). The C source is
-kiln/runtime/vm_c/builtins.c and checks.c; `kiln.runtime.vm_runtime.load_vm_runtime()` compiles
-and registers them. The compiler half (kiln/vm) imports this table to know what it may emit; a
-test checks that the table and the registered ``vm.builtin.*`` globals are the same set.
+The bytecode interpreter calls these by their global tvm-ffi name, through the function table
+(a `FuncKind.PACKED` entry, resolved when the VM is created); compiled-mode C calls the C entry
+directly, by its index in `BUILTINS` through the VM context (see `kiln.runtime.vm_anylist`), so
+re-registering a ``vm.builtin.*`` global changes what bytecode calls, not compiled code. The C
+source is kiln/runtime/vm_c/builtins.c and checks.c; `kiln.runtime.vm_runtime.load_vm_runtime()`
+compiles and registers them. The compiler half (kiln/vm) imports this table to know what it may
+emit; a test checks that the table and the registered ``vm.builtin.*`` globals are the same set.
 
 Conventions shared by all builtins:
 
@@ -99,6 +100,7 @@ BUILTINS: tuple[Builtin, ...] = (
 BUILTIN_PREFIX = "vm.builtin."
 
 _BY_NAME = {b.name: b for b in BUILTINS}
+_INDEX = {b.name: i for i, b in enumerate(BUILTINS)}
 
 
 def builtin(name: str) -> Builtin:
@@ -108,6 +110,12 @@ def builtin(name: str) -> Builtin:
     if found is None:
         raise KeyError(f"no VM builtin {name!r}; the builtins are {', '.join(_BY_NAME)}")
     return found
+
+
+def builtin_index(name: str) -> int | None:
+    """The index of builtin ``name`` (full global name) in `BUILTINS`, which is its index in the
+    C runtime's table (checked when the runtime loads); None for anything else."""
+    return _INDEX.get(name)
 
 
 def is_builtin(name: str) -> bool:

@@ -55,7 +55,7 @@ import numpy as np
 
 from kiln.errors import KilnError
 
-VM_FORMAT_VERSION = 1
+VM_FORMAT_VERSION = 2
 """Version of the serialized format and instruction encoding (the C runtime checks it too)."""
 
 MAGIC = b"KILNVMX\x00"
@@ -89,6 +89,10 @@ class FuncKind(enum.IntEnum):
 
 
 VMTIR_PREFIX = "__vmtir__"
+VMTIR_ENTRY_PREFIX = "__vmtir_entry__"
+"""``__vmtir_entry__<name>()`` (optional, in the library beside ``__vmtir__<name>``): the address
+of the unchecked C function ``int32_t (void* ctx_ptr, void* r, void* c, void* f)``, which the VM
+then calls directly (see `kiln.runtime.vm_anylist`)."""
 """A compiled VM function ``f`` is the library's exposed function ``__vmtir__f``."""
 
 

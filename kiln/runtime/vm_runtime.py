@@ -18,6 +18,7 @@ import tvm_ffi
 
 from kiln.errors import KilnError
 from kiln.runtime.toolchain import compile_c
+from kiln.runtime.vm_builtins import BUILTINS
 from kiln.runtime.vm_format import VM_FORMAT_VERSION
 
 C_DIR = Path(__file__).parent / "vm_c"
@@ -27,7 +28,7 @@ C_PARTS = ("anylist.h", "common.h", "builtins.c", "checks.c", "interp.c", "vm.c"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-shared")
 """Portable flags: the runtime has no hot loops that -march would help."""
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 """`KILN_VM_ABI_VERSION` of anylist.h that this Python code was written against."""
 
 
@@ -50,10 +51,17 @@ def load_vm_runtime() -> VMRuntime:
     """Compile (cached), load and initialize the VM runtime; the same object on every call."""
     path = compile_c(runtime_c_source(), flags=RUNTIME_FLAGS, name_hint="kiln_vm_runtime")
     module = tvm_ffi.load_module(str(path))
-    versions = tuple(int(v) for v in module.get_function("kiln_vm_init")())
+    fmt, abi, names = module.get_function("kiln_vm_init")()
+    versions = (int(fmt), int(abi))
     if versions != (VM_FORMAT_VERSION, ABI_VERSION):
         raise KilnError(
             f"the kiln VM runtime at {path} has format/ABI versions {versions}, this kiln expects "
             f"{(VM_FORMAT_VERSION, ABI_VERSION)}; clear the kiln cache directory"
+        )
+    # NOTE: compiled-mode code calls builtins by their index in BUILTINS (`builtin_index`).
+    if tuple(str(n) for n in names) != tuple(b.name for b in BUILTINS):
+        raise KilnError(
+            f"the kiln VM runtime at {path} lists its builtins in another order than "
+            "kiln/runtime/vm_builtins.py BUILTINS; the two tables must match"
         )
     return VMRuntime(module, path, tvm_ffi.get_global_func("kiln.vm.create"))

@@ -16,12 +16,14 @@ from kiln.errors import CodegenError
 from kiln.runtime import VirtualMachine
 from kiln.runtime.vm_anylist import (
     c_any,
+    c_call_builtin,
     c_call_cpacked,
-    c_call_packed,
+    c_copy,
     c_cpacked_decl,
     c_getitem,
     c_resetitem,
 )
+from kiln.runtime.vm_builtins import builtin_index
 from kiln.runtime.vm_format import DTypeConst, Executable, FuncKind, ShapeConst, VMFunction
 from kiln.script import ir as I
 from kiln.script import tir as T
@@ -79,17 +81,18 @@ def test_the_calls_print_the_contract_forms() -> None:
     exit_ = "return -1;"
     ctx = c_any("handle", "ctx_ptr")
     expected = [
-        c_call_packed(
+        c_call_builtin(
             "vm.builtin.alloc_storage",
+            builtin_index("vm.builtin.alloc_storage"),
             [ctx, c_getitem("c", 0), c_any("int", "((int64_t)0LL)")],
             ("r", 3),
             on_error=exit_,
         ),
         c_call_cpacked("add_one", [c_getitem("r", 0), c_getitem("r", 2)], None, on_error=exit_),
         c_call_cpacked("add_one", [c_getitem("r", 0), c_getitem("r", 2)], ("r", 4), on_error=exit_),
-        c_call_packed("vm.builtin.null_value", [], None, on_error=exit_),
+        c_call_builtin("vm.builtin.null_value", 11, [], None, on_error=exit_),
         c_resetitem("r", 3),
-        c_call_packed("vm.builtin.copy", [c_getitem("r", 2)], ("r", 2), on_error=exit_),
+        c_copy(("r", 2), c_getitem("r", 2), on_error=exit_),
         c_cpacked_decl("add_one"),
     ]
     missing = [e for e in expected if e not in src]

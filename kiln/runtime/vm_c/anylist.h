@@ -16,7 +16,7 @@
 #include <tvm/ffi/c_api.h>
 
 /* Bumped whenever KilnVMContextHeader or the helpers below change meaning. */
-#define KILN_VM_ABI_VERSION 1
+#define KILN_VM_ABI_VERSION 2
 #define KILN_VM_CTX_MAGIC 0x314d564bu /* "KVM1" little-endian */
 
 /* The first member of every VM context that `ctx_ptr` points to. */
@@ -27,6 +27,10 @@ typedef struct KilnVMContextHeader {
   int32_t reserved;
   int64_t (*now_ns)(void); /* the runtime's clock, so generated code needs no clock of its own */
   void (*record)(void* ctx, const char* callee, int64_t ns);
+  /* The runtime's builtins as C entries, in the order of BUILTINS in
+   * kiln/runtime/vm_builtins.py (the generated code calls them by that index). */
+  const TVMFFISafeCallType* builtins;
+  int64_t num_builtins;
 } KilnVMContextHeader;
 
 /* anylist_getitem(list, i): the i-th item, as a borrowed TVMFFIAny (an argument view). */
@@ -112,6 +116,86 @@ static inline int kiln_vm_call_packed(void* ctx, void* volatile* cache, const ch
   if (kiln_vm_lookup_global(cache, name, &f) != 0) return -1;
   cell = (TVMFFIFunctionCell*)((char*)f + sizeof(TVMFFIObject));
   return kiln_vm_call_safe(ctx, cell->safe_call, f, name, args, n, list, index);
+}
+
+/* anylist_setitem_call_packed(list, index, "vm.builtin.x", args...) for the builtin at `builtin`
+ * in the runtime's table: a direct C call through the context (no look-up, no function object).
+ * Without a context that has the table (a NULL ctx), the global function is looked up by name
+ * through *cache as `kiln_vm_call_packed` does. */
+static inline int kiln_vm_call_builtin(void* ctx, void* volatile* cache, int32_t builtin,
+                                       const char* name, TVMFFIAny* args, int32_t n, void* list,
+                                       int32_t index) {
+  KilnVMContextHeader* hdr = (KilnVMContextHeader*)ctx;
+  if (hdr == NULL || builtin >= hdr->num_builtins) {
+    return kiln_vm_call_packed(ctx, cache, name, args, n, list, index);
+  }
+  return kiln_vm_call_safe(ctx, hdr->builtins[builtin], NULL, name, args, n, list, index);
+}
+
+/* anylist_setitem_call_packed(list, index, "vm.builtin.copy", item): list[index] = item (an
+ * owned copy), inline. Returns 0, or -1 with an error raised (a view that cannot be owned). */
+static inline int kiln_vm_anylist_copy(void* list, int32_t index, const TVMFFIAny* item) {
+  TVMFFIAny v = *item, old;
+  int32_t t = item->type_index;
+  if (t >= kTVMFFIStaticObjectBegin) {
+    if (v.v_obj != NULL) TVMFFIObjectIncRef(v.v_obj);
+  } else if (t == kTVMFFIRawStr || t == kTVMFFIDLTensorPtr || t == kTVMFFIByteArrayPtr ||
+             t == kTVMFFIObjectRValueRef) {
+    v.type_index = kTVMFFINone;
+    v.zero_padding = 0;
+    v.v_int64 = 0;
+    if (TVMFFIAnyViewToOwnedAny(item, &v) != 0) return -1;
+  }
+  old = KILN_ANYLIST_GET(list, index);
+  KILN_ANYLIST_GET(list, index) = v;
+  kiln_vm_any_release(&old);
+  return 0;
+}
+
+/* Guards of compiled-mode checks whose arguments are known when the code is generated: 1 when
+ * the check passes, 0 when the builtin must run (it then raises its own error, or passes). */
+
+static inline const DLTensor* kiln_vm_as_tensor(const TVMFFIAny* x) {
+  if (x->type_index == kTVMFFITensor) {
+    return (const DLTensor*)((const char*)x->v_obj + sizeof(TVMFFIObject));
+  }
+  return x->type_index == kTVMFFIDLTensorPtr ? (const DLTensor*)x->v_ptr : NULL;
+}
+
+/* vm.builtin.check_tensor_info(x, ndim, dtype, err_ctx) would pass. */
+static inline int kiln_vm_tensor_ok(const TVMFFIAny* x, int64_t ndim, const TVMFFIAny* dtype) {
+  const DLTensor* t = kiln_vm_as_tensor(x);
+  DLDataType w;
+  if (t == NULL || (ndim >= 0 && t->ndim != ndim)) return 0;
+  if (dtype->type_index == kTVMFFINone) return 1;
+  if (dtype->type_index != kTVMFFIDataType) return 0;
+  w = dtype->v_dtype;
+  if (w.code == kDLOpaqueHandle && w.bits == 0) return 1;
+  return w.code == t->dtype.code && w.bits == t->dtype.bits && w.lanes == t->dtype.lanes;
+}
+
+/* vm.builtin.match_shape(x, None, ndim, spec..., err_ctx) would pass, where spec holds (code,
+ * value) per dim and every code is 0 (no-op) or 1 (equal to value); other codes return 0. */
+static inline int kiln_vm_shape_ok(const TVMFFIAny* x, int64_t ndim, const int64_t* spec) {
+  const DLTensor* t = kiln_vm_as_tensor(x);
+  const int64_t* dims;
+  int64_t have;
+  if (t != NULL) {
+    dims = t->shape;
+    have = t->ndim;
+  } else if (x->type_index == kTVMFFIShape) {
+    const TVMFFIShapeCell* cell =
+        (const TVMFFIShapeCell*)((const char*)x->v_obj + sizeof(TVMFFIObject));
+    dims = cell->data;
+    have = (int64_t)cell->size;
+  } else {
+    return 0;
+  }
+  if (have != ndim) return 0;
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (spec[2 * i] == 1 ? dims[i] != spec[2 * i + 1] : spec[2 * i] != 0) return 0;
+  }
+  return 1;
 }
 
 /* anylist_setitem_call_cpacked(list, index, "symbol", args..., NULL): list[index] =

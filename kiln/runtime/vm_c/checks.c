@@ -44,10 +44,14 @@ static int kvm_heap_slot(const char* fn, int64_t slot, int64_t size) {
   return 0;
 }
 
-/* Apply one match code to `actual`; `what` names it in errors, e.g. ".shape[1]". */
+/* Apply one match code to `actual`; errors name it as `what` formatted with `dim`, e.g.
+ * ".shape[%lld]" -> ".shape[1]" (NULL: "", a prim value). NOTE: formatted only on a mismatch:
+ * an snprintf per dim was a fifth of a small VM call. */
 static int kvm_match_one(const char* fn, int64_t code, int64_t v, int64_t actual, int64_t* heap,
-                         int64_t heap_size, const char* ctx, int ctx_len, const char* what) {
+                         int64_t heap_size, const char* ctx, int ctx_len, const char* what,
+                         int64_t dim) {
   int64_t expect;
+  char name[48];
   switch (code) {
     case KVM_MATCH_NOOP: return 0;
     case KVM_MATCH_EQ_IMM: expect = v; break;
@@ -61,11 +65,11 @@ static int kvm_match_one(const char* fn, int64_t code, int64_t v, int64_t actual
       break;
     default: return kvm_fail("ValueError", "%s: unknown match code %lld", fn, (long long)code);
   }
-  if (actual != expect) {
-    return kvm_fail("ValueError", "%.*s%s expected %lld, got %lld", ctx_len, ctx, what,
-                    (long long)expect, (long long)actual);
-  }
-  return 0;
+  if (actual == expect) return 0;
+  name[0] = '\0';
+  if (what != NULL) snprintf(name, sizeof(name), what, (long long)dim);
+  return kvm_fail("ValueError", "%.*s%s expected %lld, got %lld", ctx_len, ctx, name,
+                  (long long)expect, (long long)actual);
 }
 
 /* match_shape(value, heap, ndim, code0, v0, ..., err_ctx): check or record the dims of a tensor
@@ -102,13 +106,12 @@ KVM_BUILTIN(kvm_b_match_shape) {
                     (long long)ndim, (long long)have);
   }
   for (int64_t i = 0; i < ndim; ++i) {
-    char what[48];
+    const char* what = t != NULL ? ".shape[%lld]" : "[%lld]";
     if (kvm_int_arg(args, (int)(3 + 2 * i), fn, "code", &code) != 0 ||
-        kvm_int_arg(args, (int)(4 + 2 * i), fn, "value", &v) != 0) {
+        kvm_int_arg(args, (int)(4 + 2 * i), fn, "value", &v) != 0 ||
+        kvm_match_one(fn, code, v, dims[i], heap, heap_size, ctx, ctx_len, what, i) != 0) {
       return -1;
     }
-    snprintf(what, sizeof(what), t != NULL ? ".shape[%lld]" : "[%lld]", (long long)i);
-    if (kvm_match_one(fn, code, v, dims[i], heap, heap_size, ctx, ctx_len, what) != 0) return -1;
   }
   kvm_set_none(ret);
   return 0;
@@ -160,7 +163,7 @@ KVM_BUILTIN(kvm_b_match_prim_value) {
     return kvm_fail("TypeError", "%.*s expected an int, got %s", ctx_len, ctx,
                     kvm_kind_name(args[0].type_index));
   }
-  if (kvm_match_one(fn, code, v, args[0].v_int64, heap, heap_size, ctx, ctx_len, "") != 0) {
+  if (kvm_match_one(fn, code, v, args[0].v_int64, heap, heap_size, ctx, ctx_len, NULL, 0) != 0) {
     return -1;
   }
   kvm_set_none(ret);
@@ -288,7 +291,9 @@ typedef struct {
   TVMFFISafeCallType fn;
 } KvmBuiltin;
 
-/* Every builtin, by its global name (kiln/runtime/vm_builtins.py lists the same names). */
+/* Every builtin, by its global name, in the order of BUILTINS in kiln/runtime/vm_builtins.py
+ * (the init function returns the names so that the Python side checks the order: compiled-mode
+ * code calls a builtin by its index in this table, through `KilnVMContextHeader.builtins`). */
 static const KvmBuiltin kvm_builtins[] = {
     {"vm.builtin.alloc_storage", kvm_b_alloc_storage},
     {"vm.builtin.alloc_tensor", kvm_b_alloc_tensor},
@@ -314,3 +319,8 @@ static const KvmBuiltin kvm_builtins[] = {
     {"vm.builtin.check_tuple_info", kvm_b_check_tuple_info},
     {"vm.builtin.check_func_info", kvm_b_check_func_info},
 };
+
+#define KVM_NUM_BUILTINS ((int64_t)(sizeof(kvm_builtins) / sizeof(kvm_builtins[0])))
+
+/* The C entries of `kvm_builtins`, in order: what every VM context's header points to. */
+static TVMFFISafeCallType kvm_builtin_fns[sizeof(kvm_builtins) / sizeof(kvm_builtins[0])];

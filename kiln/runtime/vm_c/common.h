@@ -48,6 +48,9 @@ typedef struct {
 
 struct KilnVM;
 
+/* The unchecked C function of a compiled VM function: (ctx_ptr, r, c, f) -> 0 or -1. */
+typedef int32_t (*KvmEntry)(void* ctx_ptr, void* r, void* c, void* f);
+
 /* `self` of the tvm-ffi Function standing for VM function `index` (detached when the VM dies). */
 typedef struct {
   struct KilnVM* vm;
@@ -69,6 +72,7 @@ typedef struct KilnVM {
   KvmFuncSelf** selves; /* per function: the closure self of VM functions, else NULL */
   TVMFFIAny* f;         /* function any-list */
   TVMFFIAny* impls;     /* per function: the library's __vmtir__ function (compiled mode) */
+  KvmEntry* entries;    /* per function: its unchecked C function, or NULL (compiled mode) */
   int64_t num_consts;
   TVMFFIAny* c; /* constant any-list (at least one slot) */
   int64_t num_instrs;

@@ -6,7 +6,7 @@
  * from register n (compiled mode).
  */
 
-#define KVM_FORMAT_VERSION 1 /* kiln/runtime/vm_format.py VM_FORMAT_VERSION */
+#define KVM_FORMAT_VERSION 2 /* kiln/runtime/vm_format.py VM_FORMAT_VERSION */
 
 /* ---- profiling ---------------------------------------------------------------------------- */
 
@@ -157,6 +157,12 @@ static int kvm_invoke(KilnVM* vm, int64_t index, const TVMFFIAny* args, int32_t 
   for (int32_t i = 0; i < n && rc == 0; ++i) rc = kvm_own(&args[i], &regs[i]);
   if (rc == 0 && fn->kind == KVM_FUNC_BYTECODE) {
     rc = kvm_run(vm, fn, regs, ret);
+  } else if (rc == 0 && vm->entries[index] != NULL) {
+    rc = vm->entries[index](vm, regs, vm->c, vm->f);
+    if (rc == 0) {
+      *ret = regs[n];
+      kvm_set_none(&regs[n]);
+    }
   } else if (rc == 0) {
     TVMFFIAny argv[4], r;
     kvm_set_ptr(&argv[0], vm);

@@ -1,13 +1,15 @@
 /* kiln VM runtime, part 5 of 5: creating and freeing a VM, its Python-facing handle, and the one
  * exported symbol `__tvm_ffi_kiln_vm_init`, which registers the builtins and `kiln.vm.create`.
  *
- * kiln.vm.create(code, meta, names, params, impls, consts, device) -> handle, where
+ * kiln.vm.create(code, meta, names, params, impls, consts, device, entries) -> handle, where
  *   code:   1-D int64 tensor, the encoded instruction stream (or None when empty);
  *   meta:   5 ints per function: kind, number of params, number of registers, start, end;
  *   names:  function names; params: their parameter names joined by ", " (for errors);
  *   impls:  per function the tvm-ffi Function (packed, kernel, or the library's __vmtir__ entry
  *           for a compiled VM function), None for bytecode functions;
- *   consts: the constant pool; device: the device the VM allocates on.
+ *   consts: the constant pool; device: the device the VM allocates on;
+ *   entries: per function the address of its unchecked C function (`__vmtir_entry__<name>()`
+ *           of the library, for a compiled VM function), else None.
  * handle("function", i) -> the Function of table entry i; handle("profile_start");
  * handle("profile_stop") -> ((callee, calls, total ns), ...).
  */
@@ -33,6 +35,7 @@ static void kvm_free(void* self) {
   free(vm->selves);
   free(vm->f);
   free(vm->impls);
+  free(vm->entries);
   free(vm->c);
   free(vm->code);
   free(vm->arg_pool);
@@ -128,7 +131,7 @@ static int kvm_make_vmfunc(KilnVM* vm, int64_t i) {
 }
 
 static int kvm_build(KilnVM* vm, const TVMFFIAny* args) {
-  TVMFFISeqCell *meta, *names, *params, *impls, *consts;
+  TVMFFISeqCell *meta, *names, *params, *impls, *consts, *entries;
   DLTensor* code = kvm_dltensor(&args[0]);
   int64_t nf;
   if (kvm_seq_arg(args, 2, "names", &names, -1) != 0) return -1;
@@ -136,7 +139,8 @@ static int kvm_build(KilnVM* vm, const TVMFFIAny* args) {
   if (kvm_seq_arg(args, 1, "meta", &meta, 5 * nf) != 0 ||
       kvm_seq_arg(args, 3, "params", &params, nf) != 0 ||
       kvm_seq_arg(args, 4, "impls", &impls, nf) != 0 ||
-      kvm_seq_arg(args, 5, "consts", &consts, -1) != 0) {
+      kvm_seq_arg(args, 5, "consts", &consts, -1) != 0 ||
+      kvm_seq_arg(args, 7, "entries", &entries, nf) != 0) {
     return -1;
   }
   if (args[6].type_index != kTVMFFIDevice) {
@@ -149,14 +153,19 @@ static int kvm_build(KilnVM* vm, const TVMFFIAny* args) {
   vm->selves = (KvmFuncSelf**)calloc((size_t)nf + 1, sizeof(KvmFuncSelf*));
   vm->f = (TVMFFIAny*)calloc((size_t)nf + 1, sizeof(TVMFFIAny));
   vm->impls = (TVMFFIAny*)calloc((size_t)nf + 1, sizeof(TVMFFIAny));
+  vm->entries = (KvmEntry*)calloc((size_t)nf + 1, sizeof(KvmEntry));
   vm->c = (TVMFFIAny*)calloc((size_t)consts->size + 1, sizeof(TVMFFIAny));
-  if (!vm->funcs || !vm->selves || !vm->f || !vm->impls || !vm->c) {
+  if (!vm->funcs || !vm->selves || !vm->f || !vm->impls || !vm->entries || !vm->c) {
     return kvm_fail("MemoryError", "kiln.vm.create: out of memory");
   }
   for (int64_t i = 0; i < nf; ++i) {
     if (kvm_init_func(vm, i, (TVMFFIAny*)meta->data, (TVMFFIAny*)names->data,
                       (TVMFFIAny*)params->data, &((TVMFFIAny*)impls->data)[i]) != 0) {
       return -1;
+    }
+    if (vm->funcs[i].kind == KVM_FUNC_VMTIR &&
+        ((TVMFFIAny*)entries->data)[i].type_index == kTVMFFIOpaquePtr) {
+      vm->entries[i] = (KvmEntry)((TVMFFIAny*)entries->data)[i].v_ptr;
     }
   }
   if (code != NULL) {
@@ -187,13 +196,15 @@ static int kvm_create(void* self, const TVMFFIAny* args, int32_t n, TVMFFIAny* r
   KilnVM* vm;
   TVMFFIObjectHandle h;
   (void)self;
-  if (kvm_nargs("kiln.vm.create", n, 7, 7) != 0) return -1;
+  if (kvm_nargs("kiln.vm.create", n, 8, 8) != 0) return -1;
   vm = (KilnVM*)calloc(1, sizeof(KilnVM));
   if (vm == NULL) return kvm_fail("MemoryError", "kiln.vm.create: out of memory");
   vm->hdr.magic = KILN_VM_CTX_MAGIC;
   vm->hdr.abi_version = KILN_VM_ABI_VERSION;
   vm->hdr.now_ns = kvm_now_ns;
   vm->hdr.record = kvm_record;
+  vm->hdr.builtins = kvm_builtin_fns;
+  vm->hdr.num_builtins = KVM_NUM_BUILTINS;
   if (kvm_build(vm, args) != 0 || TVMFFIFunctionCreate(vm, kvm_handle_call, kvm_free, &h) != 0) {
     kvm_free(vm);
     return -1;
@@ -215,18 +226,26 @@ static int kvm_register(const char* name, TVMFFISafeCallType fn) {
 }
 
 /* Register every builtin and kiln.vm.create (again, harmlessly, when called twice); returns
- * (format version, ABI version). */
+ * (format version, ABI version, builtin names in table order). */
 TVM_FFI_DLL_EXPORT int __tvm_ffi_kiln_vm_init(void* self, const TVMFFIAny* args, int32_t n,
                                               TVMFFIAny* ret) {
-  TVMFFIAny versions[2];
+  TVMFFIAny out[3], names[sizeof(kvm_builtins) / sizeof(kvm_builtins[0])];
+  int rc;
   (void)self;
   (void)args;
   (void)n;
-  for (size_t i = 0; i < sizeof(kvm_builtins) / sizeof(kvm_builtins[0]); ++i) {
+  for (int64_t i = 0; i < KVM_NUM_BUILTINS; ++i) {
     if (kvm_register(kvm_builtins[i].name, kvm_builtins[i].fn) != 0) return -1;
+    kvm_builtin_fns[i] = kvm_builtins[i].fn;
+    names[i].type_index = kTVMFFIRawStr;
+    names[i].zero_padding = 0;
+    names[i].v_c_str = kvm_builtins[i].name;
   }
   if (kvm_register("kiln.vm.create", kvm_create) != 0) return -1;
-  kvm_set_int(&versions[0], KVM_FORMAT_VERSION);
-  kvm_set_int(&versions[1], KILN_VM_ABI_VERSION);
-  return kvm_make_array(versions, 2, ret);
+  kvm_set_int(&out[0], KVM_FORMAT_VERSION);
+  kvm_set_int(&out[1], KILN_VM_ABI_VERSION);
+  if (kvm_make_array(names, (int32_t)KVM_NUM_BUILTINS, &out[2]) != 0) return -1;
+  rc = kvm_make_array(out, 3, ret);
+  kiln_vm_any_release(&out[2]);
+  return rc;
 }

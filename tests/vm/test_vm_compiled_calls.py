@@ -1,0 +1,72 @@
+"""How compiled-mode C calls the VM builtins: directly through the context's table (by index in
+BUILTINS), ``vm.builtin.copy`` inline, and input checks with constant arguments behind inline
+guards that fall back to the builtin, so that errors are the builtin's, as in bytecode mode; the
+VM calls the typed ``__vmtir__`` function through the address ``__vmtir_entry__<name>`` gives."""
+
+# ruff: noqa: F841 - names in R scripts are script variables, not Python locals
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln.runtime.vm_builtins import BUILTINS, builtin_index
+from kiln.runtime.vm_runtime import load_vm_runtime
+from kiln.script import ir as I
+from kiln.script import relax as R
+from kiln.vm import EXEC_MODES
+from tests.vm.harness import machine
+
+
+@I.ir_module
+class Static:
+    @R.function
+    def main(x: R.Tensor((4, 16), "float32")) -> R.Tensor((4, 16), "float32"):
+        z = R.add(x, x)
+        return z
+
+
+def test_builtin_index_is_the_position_in_the_table() -> None:
+    load_vm_runtime()  # refuses a C table in another order than BUILTINS
+    assert [builtin_index(b.name) for b in BUILTINS] == list(range(len(BUILTINS)))
+    assert builtin_index("test.vm.add") is None
+
+
+def test_compiled_source_calls_builtins_directly() -> None:
+    source = kiln.relax.build(Static, exec_mode="compiled").library.inspect_source()
+    body = source[source.index("v_vmtir__main(void* ctx_ptr, void* r, void* c, void* f) {") :]
+    assert "kiln_vm_call_builtin(ctx_ptr, &cache, " in body
+    assert '&cache, "vm.builtin.' not in body  # no builtin looked up by name
+    assert "kiln_vm_anylist_copy(r, 1, &item)" in body
+    assert "kiln_vm_tensor_ok(&kiln_x, 2, &kiln_d)" in body
+    assert "kiln_spec[4] = {1, 4, 1, 16}" in body
+    assert "result->v_ptr = (void*)&v_vmtir__main;" in body  # __vmtir_entry__main: no checks
+
+
+@pytest.mark.parametrize(
+    "x, kind, message",
+    [
+        (
+            np.ones((4, 15), "float32"),
+            ValueError,
+            r"main: argument x.shape\[1\] expected 16, got 15",
+        ),
+        (np.ones((4, 16), "float64"), TypeError, "main: argument x expected dtype float32, got"),
+        (np.ones((4, 16, 1), "float32"), ValueError, "main: argument x expected a tensor of rank"),
+        ("text", TypeError, "main: argument x expected a tensor, got str"),
+    ],
+)
+def test_guarded_checks_raise_the_builtins_errors_in_both_modes(x, kind, message) -> None:
+    errors = []
+    for mode in EXEC_MODES:
+        with pytest.raises(kind, match=message) as info:
+            machine(Static, mode)["main"](x)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("exec_mode", EXEC_MODES)
+def test_good_input_passes_the_guards(exec_mode: str) -> None:
+    x = np.arange(64, dtype="float32").reshape(4, 16)
+    np.testing.assert_array_equal(machine(Static, exec_mode)["main"](x).numpy(), x + x)
