@@ -5,7 +5,10 @@
   2 also print IR after each pass; 3 also print generated source.
 - `KILN_CC`: the C compiler to use (default: `cc`, then `gcc`, then `clang`).
 - `KILN_CACHE_DIR`: where compiled libraries are cached (default `~/.cache/kiln`).
-- `KILN_NUM_THREADS`: OpenMP threads for compiled CPU kernels (default: unset, OpenMP decides).
+- `KILN_NUM_THREADS`: threads for compiled CPU kernels, kiln's pool and OpenMP (default: unset:
+  ``OMP_NUM_THREADS``, else the CPUs this process may run on).
+- `KILN_POOL_SPIN_US`: how long an idle worker of kiln's thread pool (`kiln.runtime.thread_pool`)
+  spins before it sleeps (default `POOL_SPIN_US`).
 
 `apply_openmp_defaults()` runs before the runtime first loads OpenMP (through tvm_ffi, which may
 import torch and its libgomp): it turns `KILN_NUM_THREADS` into `OMP_NUM_THREADS` and, unless the
@@ -62,6 +65,36 @@ def apply_openmp_defaults() -> None:
             raise ValueError(f"KILN_NUM_THREADS must be at least 1, got {threads}")
         os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
+POOL_SPIN_US = 100.0
+"""Default `KILN_POOL_SPIN_US`. NOTE: the kernels of one model call follow each other within
+a few microseconds, so any spin keeps the worker awake across a call; between calls a worker
+that spins for longer than the gap saves the futex wake (~10 us) at the price of a core held
+for that long. 100 us covers a benchmark's back-to-back calls and is short enough not to
+matter to other processes."""
+
+
+def pool_threads() -> int:
+    """Threads of kiln's pool, the caller included: `KILN_NUM_THREADS`, else
+    ``OMP_NUM_THREADS`` (its first value), else the CPUs this process may run on."""
+    threads = _int_env("KILN_NUM_THREADS", None)
+    if threads is None:
+        first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        threads = int(first) if first.isdigit() else len(os.sched_getaffinity(0))
+    return max(1, threads)
+
+
+def pool_spin_us() -> float:
+    """`KILN_POOL_SPIN_US`: an idle pool worker's spin before it sleeps, in microseconds."""
+    raw = os.environ.get("KILN_POOL_SPIN_US", "").strip()
+    try:
+        value = float(raw) if raw else POOL_SPIN_US
+    except ValueError as e:
+        raise ValueError(f"KILN_POOL_SPIN_US must be a number of microseconds, got {raw!r}") from e
+    if value < 0:
+        raise ValueError(f"KILN_POOL_SPIN_US must not be negative, got {raw!r}")
+    return value
 
 
 def child_env(**overrides: str) -> dict[str, str]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
+from kiln.codegen.c_parallel import emit_pool_loop, outlined_call
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
 from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
 from kiln.errors import CodegenError
@@ -111,6 +112,7 @@ class CodeGenC(CExprEmitter):
         self.extern_decls: dict[str, str] = {}
         self.decls: list[str] = []
         self.defs: list[str] = []
+        self.parallel_defs: list[str] = []
         self.lines: list[str] = []
         self.level = 0
         self.exit_count = 0
@@ -136,6 +138,7 @@ class CodeGenC(CExprEmitter):
         if self.extern_decls:
             parts.append("\n".join(self.extern_decls.values()) + "\n")
         parts.append("\n".join(self.decls) + "\n")
+        parts.extend(self.parallel_defs)
         parts.extend(self.defs)
         text, self.vector_loops = strip_loop_marks("\n".join(parts), self._loops)
         return text
@@ -475,6 +478,10 @@ class CodeGenC(CExprEmitter):
         return f"{self.PARALLEL_PRAGMA} if({self.expr(s.extent)} >= {int(grain)})"
 
     def parallel_loop(self, s: S.For, head: str) -> None:
+        call = outlined_call(self, s)
+        if call is not None:
+            emit_pool_loop(self, s, call)
+            return
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
         self.fn.exits.append(ex)

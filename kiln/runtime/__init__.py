@@ -23,6 +23,7 @@ from kiln.runtime.module import (  # noqa: E402
     metadata_c_source,
 )
 from kiln.runtime.ndarray import NDArray  # noqa: E402
+import kiln.runtime.thread_pool  # noqa: E402,F401  (registers kiln.runtime.thread_pool)
 from kiln.runtime.tensor import Device, Tensor, cpu, cuda, empty, tensor, to_numpy  # noqa: E402
 from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c, find_compiler  # noqa: E402
 from kiln.runtime.vm import ProfileReport, VirtualMachine  # noqa: E402
