@@ -67,7 +67,7 @@ def apply_openmp_defaults() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
-POOL_SPIN_US = 100.0
+POOL_SPIN_US = 1000.0
 """Default `KILN_POOL_SPIN_US`. NOTE: the kernels of one model call follow each other within
 a few microseconds, so any spin keeps the worker awake across a call; between calls a worker
 that spins for longer than the gap saves the futex wake (~10 us) at the price of a core held

@@ -30,6 +30,7 @@ from kiln.tir.attrs import PARALLEL_GRAIN
 if TYPE_CHECKING:
     from kiln.codegen.c import CodeGenC
 
+
 def outlined_call(cg: CodeGenC, s: S.For) -> E.Call | None:
     """The call of loop ``s``'s body when the pool can run the loop, else None."""
     call = s.body.value if isinstance(s.body, S.Evaluate) else None
@@ -70,5 +71,6 @@ def emit_pool_loop(cg: CodeGenC, s: S.For, call: E.Call) -> None:
     grain = int(s.annotations.get(PARALLEL_GRAIN, 0))
     cg.emit("{")
     cg.emit(f"{cg.INDENT}struct {ctx_t} {inst} = {{{', '.join(inits)}}};")
-    cg.emit(f"{cg.INDENT}kiln_pool_launch((int64_t)({cg.expr(s.extent)}), {grain}, {rng}, &{inst});")
+    extent = f"(int64_t)({cg.expr(s.extent)})"
+    cg.emit(f"{cg.INDENT}kiln_pool_launch({extent}, {grain}, {rng}, &{inst});")
     cg.emit("}")

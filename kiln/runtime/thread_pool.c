@@ -24,7 +24,8 @@ typedef void (*kiln_range_fn)(void* ctx, int64_t begin, int64_t end);
 #define OPEN (1u << 30)
 
 static struct {
-  int workers;       /* threads besides the caller */
+  int configured;    /* threads besides the caller, as asked */
+  int workers;       /* threads besides the caller, started */
   int64_t spin_ns;   /* how long an idle worker spins before it sleeps */
   int started;
   pthread_mutex_t start_lock;
@@ -37,7 +38,7 @@ static struct {
   unsigned state __attribute__((aligned(64))); /* OPEN | number of workers inside */
   int gen __attribute__((aligned(64)));        /* bumped for every job (futex word) */
   int sleepers;
-} P = {0, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+} P = {0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -118,12 +119,23 @@ static int start_workers(void) {
   return P.workers;
 }
 
-/* Threads (the caller included) and idle spin time; call before the first job. */
+/* A forked child has none of the parent's workers: it starts its own on its first job. */
+static void after_fork_in_child(void) {
+  pthread_mutex_init(&P.start_lock, NULL);
+  P.started = 0;
+  P.busy = 0;
+  P.state = 0;
+  P.sleepers = 0;
+  P.workers = P.configured;
+}
+
+/* Threads (the caller included) and idle spin time; call once, before the first job. */
 void kiln_pool_init(int threads, int64_t spin_ns) {
   if (threads < 1) threads = 1;
   if (threads > KILN_POOL_MAX) threads = KILN_POOL_MAX;
-  P.workers = threads - 1;
+  P.configured = P.workers = threads - 1;
   P.spin_ns = spin_ns < 0 ? 0 : spin_ns;
+  pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
 int kiln_pool_threads(void) { return P.workers + 1; }
@@ -157,7 +169,7 @@ void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
   run_chunks();
   __atomic_fetch_and(&P.state, ~OPEN, __ATOMIC_ACQ_REL);
   for (unsigned i = 0; __atomic_load_n(&P.state, __ATOMIC_ACQUIRE) != 0; ++i) {
-    if (i < 4096) {
+    if (i < 256) {
       cpu_relax();
     } else {
       sched_yield(); /* a worker holding a chunk was descheduled */

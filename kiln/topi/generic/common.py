@@ -32,7 +32,7 @@ most of their latency. NOTE: measured 1 thread on a Zen 4 EPYC, AVX2 code (8 lan
 register / two: sum over 1M floats 283 / 147 us, softmax 128x1024 113 / 78 us, layer_norm
 128x768 41 / 25 us; AVX-512 code (16 lanes): the sum 57 / 50 us, the others unchanged."""
 
-PARALLEL_MIN_NS = 100_000.0
+PARALLEL_MIN_NS = 20_000.0
 """A loop nest estimated to take less than this many nanoseconds on one core runs on one thread.
 
 NOTE: an OpenMP parallel region costs a fork and a join. kiln's OpenMP runtime is libgomp with
