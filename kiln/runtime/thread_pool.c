@@ -7,6 +7,11 @@
    not started: on a busy machine a descheduled worker costs nothing, the caller does the work.
    A worker spins (pause) for `spin_ns` after its last job, so the consecutive kernels of one
    model call find it awake, then sleeps on a futex; a job wakes sleeping workers.
+   NOTE: on a busy machine a spinning worker takes CPU time from its own process (the kernel
+   shares the CPU between processes, or sessions, not threads), which measured slower than not
+   spinning at all. A worker that was preempted (an involuntary context switch, from
+   getrusage) since its last look knows other threads want its CPU: it stops spinning and
+   sleeps after each job for the next BACKOFF_NS.
    A job started while another runs (a parallel loop inside a parallel loop, or a second calling
    thread) runs on its caller alone. */
 #define _GNU_SOURCE
@@ -14,6 +19,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +28,7 @@ typedef void (*kiln_range_fn)(void* ctx, int64_t begin, int64_t end);
 
 #define KILN_POOL_MAX 64
 #define OPEN (1u << 30)
+#define BACKOFF_NS 200000000 /* 0.2 s */
 
 static struct {
   int configured;    /* threads besides the caller, as asked */
@@ -38,7 +45,8 @@ static struct {
   unsigned state __attribute__((aligned(64))); /* OPEN | number of workers inside */
   int gen __attribute__((aligned(64)));        /* bumped for every job (futex word) */
   int sleepers;
-} P = {0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t backoff_until; /* no spinning before this time (now_ns) */
+} P = {0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -77,26 +85,48 @@ static void help(void) {
   }
 }
 
+static long preemptions(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
+}
+
+static void sleep_until_job(int seen) {
+  __atomic_fetch_add(&P.sleepers, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&P.gen, __ATOMIC_SEQ_CST) == seen) {
+    syscall(SYS_futex, &P.gen, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+  }
+  __atomic_fetch_sub(&P.sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Wait for a job after `seen`: spin while the machine lets us, then sleep; returns its gen. */
+static int wait_for_job(int seen, long* preempted) {
+  for (;;) {
+    int64_t start = now_ns();
+    long now_preempted = preemptions();
+    if (now_preempted != *preempted) {
+      *preempted = now_preempted;
+      __atomic_store_n(&P.backoff_until, start + BACKOFF_NS, __ATOMIC_RELAXED);
+    }
+    int spin = start >= __atomic_load_n(&P.backoff_until, __ATOMIC_RELAXED);
+    int64_t until = start + (spin ? P.spin_ns : 0);
+    for (unsigned i = 0;; ++i) {
+      int g = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
+      if (g != seen) return g;
+      if (!spin) break;
+      cpu_relax();
+      if ((i & 63) == 63 && now_ns() > until) break;
+      if ((i & 1023) == 1023 && preemptions() != *preempted) break; /* checked on the next turn */
+    }
+    sleep_until_job(seen);
+  }
+}
+
 static void* worker(void* arg) {
   (void)arg;
   int seen = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
+  long preempted = preemptions();
   for (;;) {
-    int64_t until = now_ns() + P.spin_ns;
-    int g = seen;
-    for (unsigned i = 0;; ++i) {
-      g = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
-      if (g != seen) break;
-      cpu_relax();
-      if ((i & 63) == 63 && now_ns() > until) {
-        __atomic_fetch_add(&P.sleepers, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&P.gen, __ATOMIC_SEQ_CST) == seen) {
-          syscall(SYS_futex, &P.gen, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-        }
-        __atomic_fetch_sub(&P.sleepers, 1, __ATOMIC_SEQ_CST);
-        until = now_ns() + P.spin_ns;
-      }
-    }
-    seen = g;
+    seen = wait_for_job(seen, &preempted);
     help();
   }
   return NULL;
@@ -126,6 +156,7 @@ static void after_fork_in_child(void) {
   P.busy = 0;
   P.state = 0;
   P.sleepers = 0;
+  P.backoff_until = 0;
   P.workers = P.configured;
 }
 
