@@ -15,8 +15,9 @@ Calling convention of the typed C functions: a function returning void in TIR re
 A function returning a value returns it directly and flags errors in ``kiln_error_pending``.
 Every error exit frees the heap scratch buffers live at that point. A parallel loop whose body
 is an outlined no-error call runs on kiln's thread pool (`kiln.codegen.c_parallel`); any other
-parallel loop is an OpenMP region. Inside an OpenMP parallel loop an error cannot return: it is moved to a shared slot, the iteration ends, and the thread
-that started the loop raises it afterwards. A function marked ``kiln.no_error`` (the bodies
+parallel loop is an OpenMP region. Inside an OpenMP parallel loop an error cannot return: it
+is moved to a shared slot, the iteration ends, and the thread that started the loop raises it
+afterwards. A function marked ``kiln.no_error`` (the bodies
 `OutlineParallelLoops` moves out of parallel loops) is called without a check, and emitting an
 error exit in one is an internal error.
 
