@@ -48,3 +48,25 @@ def test_environment_is_read_only_in_config():
         if "os.environ" in text or "os.getenv" in text:
             offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_pool_threads_and_spin(monkeypatch):
+    monkeypatch.delenv("KILN_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,2")
+    assert config.pool_threads() == 3
+    monkeypatch.setenv("KILN_NUM_THREADS", "2")
+    assert config.pool_threads() == 2
+    monkeypatch.delenv("KILN_NUM_THREADS")
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert config.pool_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("KILN_POOL_SPIN_US", "250")
+    assert config.pool_spin_us() == 250.0
+    monkeypatch.delenv("KILN_POOL_SPIN_US")
+    assert config.pool_spin_us() == config.POOL_SPIN_US
+
+
+@pytest.mark.parametrize("raw", ["-1", "soon"])
+def test_bad_pool_spin_is_named(monkeypatch, raw):
+    monkeypatch.setenv("KILN_POOL_SPIN_US", raw)
+    with pytest.raises(ValueError, match="KILN_POOL_SPIN_US"):
+        config.pool_spin_us()

@@ -13,9 +13,11 @@ supply, so they never shadow a function. Two functions claiming one ``global_sym
 Calling convention of the typed C functions: a function returning void in TIR returns an
 ``int32_t`` error code (0 ok, -1 with a tvm-ffi error raised); its callers check it and unwind.
 A function returning a value returns it directly and flags errors in ``kiln_error_pending``.
-Every error exit frees the heap scratch buffers live at that point. Inside an OpenMP parallel
-loop an error cannot return: it is moved to a shared slot, the iteration ends, and the thread
-that started the loop raises it afterwards. A function marked ``kiln.no_error`` (the bodies
+Every error exit frees the heap scratch buffers live at that point. A parallel loop whose body
+is an outlined no-error call runs on kiln's thread pool (`kiln.codegen.c_parallel`); any other
+parallel loop is an OpenMP region. Inside an OpenMP parallel loop an error cannot return: it
+is moved to a shared slot, the iteration ends, and the thread that started the loop raises it
+afterwards. A function marked ``kiln.no_error`` (the bodies
 `OutlineParallelLoops` moves out of parallel loops) is called without a check, and emitting an
 error exit in one is an internal error.
 
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
+from kiln.codegen.c_parallel import emit_pool_loop, outlined_call
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
 from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
 from kiln.errors import CodegenError
@@ -111,6 +114,7 @@ class CodeGenC(CExprEmitter):
         self.extern_decls: dict[str, str] = {}
         self.decls: list[str] = []
         self.defs: list[str] = []
+        self.parallel_defs: list[str] = []
         self.lines: list[str] = []
         self.level = 0
         self.exit_count = 0
@@ -136,6 +140,7 @@ class CodeGenC(CExprEmitter):
         if self.extern_decls:
             parts.append("\n".join(self.extern_decls.values()) + "\n")
         parts.append("\n".join(self.decls) + "\n")
+        parts.extend(self.parallel_defs)
         parts.extend(self.defs)
         text, self.vector_loops = strip_loop_marks("\n".join(parts), self._loops)
         return text
@@ -482,6 +487,10 @@ class CodeGenC(CExprEmitter):
         return f"{self.PARALLEL_PRAGMA} if({self.expr(s.extent)} >= {int(grain)})"
 
     def parallel_loop(self, s: S.For, head: str) -> None:
+        call = outlined_call(self, s)
+        if call is not None:
+            emit_pool_loop(self, s, call)
+            return
         slot, label = self.temp("perr"), self.temp("next")
         ex = Exit("parallel", len(self.fn.heap), slot, label)
         self.fn.exits.append(ex)

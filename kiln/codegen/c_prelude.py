@@ -142,6 +142,50 @@ _PENDING = r"""
 static _Thread_local int kiln_error_pending = 0;
 """
 
+_THREAD_POOL = r"""
+/* kiln's thread pool (kiln/runtime/thread_pool.c), found once through the tvm-ffi global
+   kiln.runtime.thread_pool; without it, parallel loops run on the calling thread. */
+typedef void (*kiln_range_fn)(void*, int64_t, int64_t);
+typedef void (*kiln_pool_fn)(int64_t, int64_t, kiln_range_fn, void*);
+static void kiln_pool_serial(int64_t n, int64_t grain, kiln_range_fn f, void* c) {
+  (void)grain;
+  if (n > 0) f(c, 0, n);
+}
+static kiln_pool_fn kiln_pool_find(void) {
+  static kiln_pool_fn cached = NULL;
+  kiln_pool_fn p = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+  if (p != NULL) return p;
+  p = kiln_pool_serial;
+  TVMFFIByteArray name = {"kiln.runtime.thread_pool", 24};
+  TVMFFIObjectHandle f = NULL;
+  if (TVMFFIFunctionGetGlobal(&name, &f) == 0 && f != NULL) {
+    TVMFFIAny r;
+    r.type_index = kTVMFFINone;
+    r.v_int64 = 0;
+    if (TVMFFIFunctionCall(f, NULL, 0, &r) == 0) {
+      if ((r.type_index == kTVMFFIInt || r.type_index == kTVMFFIOpaquePtr) && r.v_int64 != 0) {
+        p = (kiln_pool_fn)(intptr_t)r.v_int64;
+      }
+    }
+    TVMFFIObjectDecRef(f);
+  }
+  if (p == kiln_pool_serial) {
+    TVMFFIObjectHandle err = NULL;
+    TVMFFIErrorMoveFromRaised(&err); /* the pool is an optimization: drop its error */
+    if (err != NULL) TVMFFIObjectDecRef(err);
+  }
+  __atomic_store_n(&cached, p, __ATOMIC_RELEASE);
+  return p;
+}
+static void kiln_pool_launch(int64_t n, int64_t grain, kiln_range_fn f, void* c) {
+  if (n <= 1 || n < grain) {
+    if (n > 0) f(c, 0, n);
+    return;
+  }
+  kiln_pool_find()(n, grain, f, c);
+}
+"""
+
 HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "small_float": (_SMALL_FLOAT, ()),
     "f16": (_F16, ("small_float",)),
@@ -151,6 +195,7 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "raise": (_RAISE, ()),
     "parallel_errors": (_PARALLEL_ERRORS, ()),
     "pending": (_PENDING, ()),
+    "thread_pool": (_THREAD_POOL, ()),
 }
 """name -> (C text, names of helpers it needs)."""
 

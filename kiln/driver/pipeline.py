@@ -61,7 +61,8 @@ TIR, for a target with a device (``cuda``, host ``c``):
     vectorizable float32 arithmetic), floor division becomes C division;
 13. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
     becomes a private function with ``restrict`` pointers (GCC drops ``restrict`` from what an
-    OpenMP region captures). After it the emitters only print.
+    OpenMP region captures); the C emitter runs such a loop on kiln's thread pool
+    (`kiln.codegen.c_parallel`). After it the emitters only print.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
 kernels -- and are left out, so its pipeline is 2 and 8-13.

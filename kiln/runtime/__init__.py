@@ -12,6 +12,7 @@ from kiln import config
 
 config.apply_openmp_defaults()  # before tvm_ffi (and through it libgomp) is first loaded
 
+import kiln.runtime.thread_pool  # noqa: E402,F401  (registers kiln.runtime.thread_pool)
 from kiln.runtime.cuda_runtime import is_available as cuda_available  # noqa: E402
 from kiln.runtime.cuda_runtime import unavailable_reason as cuda_unavailable_reason  # noqa: E402
 from kiln.runtime.function import ArgInfo, LibraryFunction  # noqa: E402

@@ -54,5 +54,6 @@ EXPLICIT_VECTOR = "pragma_explicit_vector"
 """A vectorized loop to rewrite into straight-line vector code (`VectorizeLoop`)."""
 PARALLEL_GRAIN = "pragma_parallel_grain"
 """On a parallel loop of symbolic trip count: the trip count (an int) below which the loop is not
-worth threads; the C emitter prints it as OpenMP's ``if(extent >= grain)`` clause, so the loop
-then runs on the calling thread alone (the schedules of `kiln.topi` set it)."""
+worth threads; the C emitter passes it to kiln's thread pool (or prints OpenMP's
+``if(extent >= grain)`` clause), so the loop then runs on the calling thread alone (the
+schedules of `kiln.topi` set it)."""

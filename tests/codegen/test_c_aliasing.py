@@ -73,7 +73,8 @@ def test_restrict_only_with_noalias(parallel: bool) -> None:
 
 def test_outlined_parallel_body_prints_restrict_parameters_and_an_unchecked_call() -> None:
     """OutlineParallelLoops moves the body into ``main_par`` (``tir.noalias``, ``kiln.no_error``):
-    its pointer parameters are restrict, and the parallel loop calls it without a check."""
+    its pointer parameters are restrict, and the parallel loop becomes a launch on kiln's thread
+    pool whose range function calls it without a check."""
     plain = _source(_axpy(noalias=False, parallel=True))
     noalias = _source(_axpy(noalias=True, parallel=True))
     assert "main_par" not in plain
@@ -81,9 +82,11 @@ def test_outlined_parallel_body_prints_restrict_parameters_and_an_unchecked_call
     head = helper.split("{", 1)[0]
     assert "float* restrict A_data" in head and "float* restrict C_data" in head
     assert "int32_t i" in head and "restrict i" not in head
-    loop_text = noalias[noalias.index("#pragma omp parallel for") :].split("return 0;")[0]
-    assert "    main_par(" in loop_text and "C_data[" not in loop_text
-    assert "!= 0" not in loop_text and "kiln_par" not in loop_text  # no error slot
+    assert "#pragma omp parallel" not in noalias
+    launch = noalias[noalias.index("kiln_pool_launch((") :].split("return 0;")[0]
+    assert "C_data[" not in launch and "kiln_par_capture" not in launch  # no error slot
+    rng = noalias[noalias.index("static void kiln_parrange") :].split("}\n", 1)[0]
+    assert "main_par(" in rng and "!= 0" not in rng
 
 
 def test_te_kernel_parallel_vectorized_matches_numpy() -> None:

@@ -6,7 +6,8 @@ GCC drops ``restrict`` from the variables an OpenMP region captures (the outline
 them from a shared struct), so the inner loops of a ``#pragma omp parallel for`` lost it and were
 versioned or left scalar. A ``restrict`` parameter of a called function survives inlining, so
 the loop body moves into a function whose pointer parameters are ``restrict``, and GCC inlines
-it back into the parallel region.
+it back into the parallel region. The C emitter runs a loop outlined this way on kiln's thread
+pool (`kiln.codegen.c_parallel`: a range function calls the outlined body; GCC inlines it there).
 
 For every host function with ``tir.noalias``, each outermost ``parallel`` loop whose body cannot
 raise (no assert, no call of another module function or packed function, no heap allocation:

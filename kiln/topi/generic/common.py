@@ -8,8 +8,8 @@ Threads (`parallelize`): a loop nest runs in parallel only when its estimated ti
 (points of the nest times a per-point cost, `NS_PER_ELEMENT` and the like) is at least
 `PARALLEL_MIN_NS`. A nest whose size is symbolic is made parallel with a *grain*: the loop gets
 the annotation `kiln.tir.attrs.PARALLEL_GRAIN` (the trip count below which the loop is not worth
-threads), which the C emitter prints as the OpenMP ``if`` clause, so a symbolic batch of 1 runs
-on one thread and a batch of 1000 on all of them.
+threads), which the C emitter hands to kiln's thread pool (or prints as the OpenMP ``if``
+clause), so a symbolic batch of 1 runs on one thread and a batch of 1000 on all of them.
 """
 
 from __future__ import annotations
@@ -32,21 +32,21 @@ most of their latency. NOTE: measured 1 thread on a Zen 4 EPYC, AVX2 code (8 lan
 register / two: sum over 1M floats 283 / 147 us, softmax 128x1024 113 / 78 us, layer_norm
 128x768 41 / 25 us; AVX-512 code (16 lanes): the sum 57 / 50 us, the others unchanged."""
 
-PARALLEL_MIN_NS = 100_000.0
+PARALLEL_MIN_NS = 10_000.0
 """A loop nest estimated to take less than this many nanoseconds on one core runs on one thread.
 
-NOTE: an OpenMP parallel region costs a fork and a join. kiln's OpenMP runtime is libgomp with
-``OMP_WAIT_POLICY=passive`` (`kiln.config`): an idle worker sleeps, so each region wakes it
-(futex) and waits for it at the end. Measured on the shared 2-core Zen 4 VM (load 3-6 from other
-engineers' jobs), 2 threads against 1, medians of interleaved worker processes: ``add`` over
-32K / 128K / 512K float32 elements 5.6 / 23 / 81 us on 1 thread, 16 / 36 / 101 us on 2; softmax
-over 16 / 128 / 512 rows of 1024, 8.8 / 63 / 261 us on 1 thread, 28 / 86 / 299 us on 2: a region
-costs 10-20 us there, and on a loaded machine the second core is often not free at all. Below
-about 100 us of work a second thread is a gamble that loses more often than it wins; the
-schedules below keep such nests on one thread (2 threads are then never slower than 1).
-Spin-waiting instead (``GOMP_SPINCOUNT=20000``, no wait policy) was measured in the same runs
-(load average 14): every kernel on 2 threads took 1-3 ms instead of 10-200 us, since a spinning
-worker holds a core the other processes want, so `kiln.config` keeps ``passive``.
+NOTE: parallel loops run on kiln's thread pool (`kiln.runtime.thread_pool`): the caller works on
+the loop itself and never waits for a worker that has not joined, and an idle worker spins for
+a while (`kiln.config.POOL_SPIN_US`) before it sleeps. Measured on the shared 2-core Zen 4 VM
+(load average 6), a job of 16 iterations through the pool from C, medians of 2000: with the
+worker asleep (or the second core taken by other processes) a job costs the caller 0.2-0.3 us
+more than a plain loop (2.2 vs 1.9-2.0 us, 6.1-6.3 vs 5.8-6.0 us); with the worker awake a
+6 us job took 3.7 us on 2 threads. A region used to cost 10-20 us with libgomp
+(``OMP_WAIT_POLICY=passive``: a futex wake and a join per region), hence the former 100 us.
+Whole models (kiln's encoder, decoder, small CNN, MLP at batch 1; 2 threads, interleaved, load
+6-7) showed no difference between 5, 10, 20 and 100 us beyond the noise; 10 us keeps nests
+whose second half would be lost to the cost of moving their data between the cores' caches
+on one thread.
 """
 
 NS_PER_ELEMENT = 0.2

@@ -1,0 +1,210 @@
+/* kiln's thread pool: one per process, shared by every kernel library (kiln/runtime/thread_pool.py).
+
+   kiln_pool_run(n, grain, fn, ctx) runs fn(ctx, begin, end) over [0, n) in chunks. The calling
+   thread claims chunks itself from an atomic counter; a worker that is awake joins while the job
+   is open and claims chunks too. When no chunk is left the caller closes the job and waits only
+   for the workers that joined (each finishing the chunk it holds), never for a worker that has
+   not started: on a busy machine a descheduled worker costs nothing, the caller does the work.
+   A worker spins (pause) for `spin_ns` after its last job, so the consecutive kernels of one
+   model call find it awake, then sleeps on a futex; a job wakes sleeping workers.
+   NOTE: on a busy machine a spinning worker takes CPU time from its own process (the kernel
+   shares the CPU between processes, or sessions, not threads), which measured slower than not
+   spinning at all. A worker that was preempted (an involuntary context switch, from
+   getrusage) since its last look knows other threads want its CPU: it stops spinning and
+   sleeps after each job for the next BACKOFF_NS.
+   A job started while another runs (a parallel loop inside a parallel loop, or a second calling
+   thread) runs on its caller alone. */
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef void (*kiln_range_fn)(void* ctx, int64_t begin, int64_t end);
+
+#define KILN_POOL_MAX 64
+#define OPEN (1u << 30)
+#define BACKOFF_NS 200000000 /* 0.2 s */
+
+static struct {
+  int configured;    /* threads besides the caller, as asked */
+  int workers;       /* threads besides the caller, started */
+  int64_t spin_ns;   /* how long an idle worker spins before it sleeps */
+  int started;
+  pthread_mutex_t start_lock;
+  int busy;          /* a job is running (try-lock) */
+  /* the job */
+  kiln_range_fn fn;
+  void* ctx;
+  int64_t n, chunk;
+  int64_t next __attribute__((aligned(64)));
+  unsigned state __attribute__((aligned(64))); /* OPEN | number of workers inside */
+  int gen __attribute__((aligned(64)));        /* bumped for every job (futex word) */
+  int sleepers;
+  int64_t backoff_until; /* no spinning before this time (now_ns) */
+} P = {0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void run_chunks(void) {
+  kiln_range_fn fn = P.fn;
+  void* ctx = P.ctx;
+  int64_t n = P.n, chunk = P.chunk;
+  for (;;) {
+    int64_t b = __atomic_fetch_add(&P.next, chunk, __ATOMIC_RELAXED);
+    if (b >= n) return;
+    fn(ctx, b, b + chunk < n ? b + chunk : n);
+  }
+}
+
+/* Join the open job (if any) and help with it. */
+static void help(void) {
+  unsigned s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+  while (s & OPEN) {
+    if (__atomic_compare_exchange_n(&P.state, &s, s + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      run_chunks();
+      __atomic_fetch_sub(&P.state, 1, __ATOMIC_RELEASE);
+      return;
+    }
+  }
+}
+
+static long preemptions(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
+}
+
+static void sleep_until_job(int seen) {
+  __atomic_fetch_add(&P.sleepers, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&P.gen, __ATOMIC_SEQ_CST) == seen) {
+    syscall(SYS_futex, &P.gen, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+  }
+  __atomic_fetch_sub(&P.sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Wait for a job after `seen`: spin while the machine lets us, then sleep; returns its gen. */
+static int wait_for_job(int seen, long* preempted) {
+  for (;;) {
+    int64_t start = now_ns();
+    long now_preempted = preemptions();
+    if (now_preempted != *preempted) {
+      *preempted = now_preempted;
+      __atomic_store_n(&P.backoff_until, start + BACKOFF_NS, __ATOMIC_RELAXED);
+    }
+    int spin = start >= __atomic_load_n(&P.backoff_until, __ATOMIC_RELAXED);
+    int64_t until = start + (spin ? P.spin_ns : 0);
+    for (unsigned i = 0;; ++i) {
+      int g = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
+      if (g != seen) return g;
+      if (!spin) break;
+      cpu_relax();
+      if ((i & 63) == 63 && now_ns() > until) break;
+      if ((i & 1023) == 1023 && preemptions() != *preempted) break; /* checked on the next turn */
+    }
+    sleep_until_job(seen);
+  }
+}
+
+static void* worker(void* arg) {
+  (void)arg;
+  int seen = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
+  long preempted = preemptions();
+  for (;;) {
+    seen = wait_for_job(seen, &preempted);
+    help();
+  }
+  return NULL;
+}
+
+static int start_workers(void) {
+  pthread_mutex_lock(&P.start_lock);
+  if (!P.started) {
+    int ok = 0;
+    for (int i = 0; i < P.workers; ++i) {
+      pthread_t t;
+      if (pthread_create(&t, NULL, worker, NULL) != 0) break;
+      pthread_detach(t);
+      ++ok;
+    }
+    P.workers = ok;
+    __atomic_store_n(&P.started, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&P.start_lock);
+  return P.workers;
+}
+
+/* A forked child has none of the parent's workers: it starts its own on its first job. */
+static void after_fork_in_child(void) {
+  pthread_mutex_init(&P.start_lock, NULL);
+  P.started = 0;
+  P.busy = 0;
+  P.state = 0;
+  P.sleepers = 0;
+  P.backoff_until = 0;
+  P.workers = P.configured;
+}
+
+/* Threads (the caller included) and idle spin time; call once, before the first job. */
+void kiln_pool_init(int threads, int64_t spin_ns) {
+  if (threads < 1) threads = 1;
+  if (threads > KILN_POOL_MAX) threads = KILN_POOL_MAX;
+  P.configured = P.workers = threads - 1;
+  P.spin_ns = spin_ns < 0 ? 0 : spin_ns;
+  pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+int kiln_pool_threads(void) { return P.workers + 1; }
+
+void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
+  int expected = 0;
+  if (n <= 0) return;
+  if (n < 2 || n < grain || P.workers == 0 ||
+      !__atomic_compare_exchange_n(&P.busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    fn(ctx, 0, n);
+    return;
+  }
+  if (!__atomic_load_n(&P.started, __ATOMIC_ACQUIRE) && start_workers() == 0) {
+    __atomic_store_n(&P.busy, 0, __ATOMIC_RELEASE);
+    fn(ctx, 0, n);
+    return;
+  }
+  /* NOTE: 4 chunks per thread: a thread that arrives late or is descheduled leaves its share
+     to the others, at the price of one atomic add per chunk. */
+  int64_t parts = (int64_t)(P.workers + 1) * 4;
+  P.fn = fn;
+  P.ctx = ctx;
+  P.n = n;
+  P.chunk = n / parts > 0 ? (n + parts - 1) / parts : 1;
+  __atomic_store_n(&P.next, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&P.state, OPEN, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&P.gen, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&P.sleepers, __ATOMIC_SEQ_CST) > 0) {
+    syscall(SYS_futex, &P.gen, FUTEX_WAKE_PRIVATE, P.workers, NULL, NULL, 0);
+  }
+  run_chunks();
+  __atomic_fetch_and(&P.state, ~OPEN, __ATOMIC_ACQ_REL);
+  for (unsigned i = 0; __atomic_load_n(&P.state, __ATOMIC_ACQUIRE) != 0; ++i) {
+    if (i < 256) {
+      cpu_relax();
+    } else {
+      sched_yield(); /* a worker holding a chunk was descheduled */
+    }
+  }
+  __atomic_store_n(&P.busy, 0, __ATOMIC_RELEASE);
+}
