@@ -65,7 +65,8 @@ def matmul_tile(n: int, m: int, dtype: DataType, target: Target) -> Tile:
     Normally `TILE_ROWS` rows of `tile_vectors` vectors. With fewer rows than that, the tile
     gets wider instead (up to as many accumulators as a full tile), so a short matrix still has
     enough independent FMAs to hide their latency; with a narrow ``m``, narrower (one vector:
-    as many rows as the registers allow).
+    as many rows as the registers allow). A short matrix's width is a divisor of ``m``'s vectors
+    when one is at least half the widest that fits (`_even_width`).
     """
     width = lanes(target, dtype)
     regs = target.cpu.vector_registers
@@ -76,8 +77,23 @@ def matmul_tile(n: int, m: int, dtype: DataType, target: Target) -> Tile:
         if vectors == 1:
             rows = regs - 4
         return Tile(rows, vectors * width, width)
-    vectors = max(1, min(need, rows * full // n, (regs - 1) // (n + 1)))
+    vectors = _even_width(need, max(1, min(need, rows * full // n, (regs - 1) // (n + 1))))
     return Tile(max(1, n), vectors * width, width)
+
+
+def _even_width(need: int, widest: int) -> int:
+    """The largest divisor of ``need`` vectors up to ``widest`` if it is at least half of it,
+    else ``widest``.
+
+    NOTE: a short matrix (a batch-1 dense: one row) is memory-bound and parallel over its column
+    panels only. The widest tile that fits, 15 vectors, cut 1024 columns into 4 panels of 240
+    and a ragged one of 64: 5 panels split 3:2 over 2 threads. 8 vectors make 8 equal panels
+    (4:4) and still keep 8 FMA chains in flight. Measured (quiet 2-core Zen 4, bench_models
+    mlp-b1, 784-1024-1024-10 at batch 1): see benchmarks/README.md."""
+    for v in range(widest, 0, -1):
+        if need % v == 0:
+            return v if 2 * v >= widest else widest
+    return widest
 
 
 def panel_tile(n: int, cols: int, dtype: DataType, target: Target) -> Tile:
