@@ -2,12 +2,11 @@
 and errors."""
 
 import numpy as np
-import pytest
 
 import kiln
 from kiln import te, tir
-from kiln.errors import IRError, IRValueError
 from kiln.ir.visitor import pre_order_nodes
+from tests.te.test_schedule_annotate import _err
 
 
 def _rows(n=6, m=32):
@@ -68,13 +67,6 @@ def test_prefetch_through_an_inlined_producer_hints_its_input():
     s[B].prefetch(T, B.op.axis[0], 1)
     (hint,) = _hints(te.lower(s, [A, B]))
     assert hint.args[0].buffer.name == "A"
-
-
-def _err(fn, *needles):
-    with pytest.raises((IRError, IRValueError)) as e:
-        fn()
-    for n in needles:
-        assert n in str(e.value), str(e.value)
 
 
 def test_errors_name_the_stage_and_what_was_expected():
