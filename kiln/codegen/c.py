@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
-from kiln.codegen.c_parallel import emit_pool_loop, outlined_call
+from kiln.codegen.c_parallel import emit_omp_loop, emit_pool_loop, outlined_call
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
 from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
 from kiln.errors import CodegenError
@@ -52,7 +52,7 @@ from kiln.ir.module import IRModule
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis import get_type
-from kiln.tir.attrs import NO_ERROR, NOALIAS, PARALLEL_GRAIN, STACK_ALLOC_BYTES
+from kiln.tir.attrs import NO_ERROR, NOALIAS, STACK_ALLOC_BYTES
 from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
@@ -478,46 +478,19 @@ class CodeGenC(CExprEmitter):
             return f"#pragma GCC unroll {min(max(n, 1), 65534)}"
         return None
 
-    def parallel_pragma(self, s: S.For) -> str:
-        """The OpenMP pragma of parallel loop ``s``: with an ``if`` clause when the loop carries
-        a grain (`kiln.tir.attrs.PARALLEL_GRAIN`: below that trip count, one thread)."""
-        grain = s.annotations.get(PARALLEL_GRAIN)
-        if grain is None:
-            return self.PARALLEL_PRAGMA
-        return f"{self.PARALLEL_PRAGMA} if({self.expr(s.extent)} >= {int(grain)})"
+    def parallel_exit(self, slot: str, label: str) -> Exit:
+        """The error exit of an OpenMP region: errors go to ``slot``, the iteration ends at
+        ``label``."""
+        return Exit("parallel", len(self.fn.heap), slot, label)
 
     def parallel_loop(self, s: S.For, head: str) -> None:
+        """A pool launch when the body is an outlined no-error call, else an OpenMP region
+        (`kiln.codegen.c_parallel`)."""
         call = outlined_call(self, s)
         if call is not None:
             emit_pool_loop(self, s, call)
-            return
-        slot, label = self.temp("perr"), self.temp("next")
-        ex = Exit("parallel", len(self.fn.heap), slot, label)
-        self.fn.exits.append(ex)
-        self.level += 1
-        try:
-            with self.capture() as body:
-                self.stmt(s.body)
-        finally:
-            self.level -= 1
-            self.fn.exits.pop()
-        if ex.used:
-            self.emit(f"void* volatile {slot} = NULL;")
-        first, last = self.mark_loop(s)
-        self.emit(self.parallel_pragma(s))
-        self.emit(head + first)
-        if ex.used:
-            self.emit(f"{self.INDENT}if ({slot} != NULL) continue;")
-        self.lines.extend(body)
-        if ex.check_pending:
-            # NOTE: the flag is thread-local, so a worker must hand its error over here.
-            handover = f"kiln_error_pending = 0; kiln_par_capture(&{slot});"
-            self.emit(f"{self.INDENT}if (kiln_error_pending) {{ {handover} }}")
-        if ex.used:
-            self.emit(f"{self.INDENT}{label}:;")
-        self.emit("}" + last)
-        if ex.used:
-            self.emit_guard(f"{slot} != NULL", (f"kiln_par_reraise({slot});",))
+        else:
+            emit_omp_loop(self, s, head)
 
     # -- calls ------------------------------------------------------------------------------
     def lookup(self, gv: GlobalVar) -> FuncState:

@@ -1,4 +1,5 @@
-"""Parallel loops through kiln's thread pool (`kiln.runtime.thread_pool`).
+"""Parallel loops of the C backend: launches of kiln's thread pool (`kiln.runtime.thread_pool`)
+and OpenMP regions.
 
 A parallel loop whose body is one call of a ``kiln.no_error`` function taking the loop variable
 first (what `OutlineParallelLoops` makes) is printed as a call of the pool::
@@ -14,7 +15,9 @@ the pool calls for each chunk ``[begin, end)``::
     }
 
 ``grain`` is the loop's `kiln.tir.attrs.PARALLEL_GRAIN` (0 without): a shorter loop runs on the
-calling thread. Other parallel loops (a body that may raise) stay OpenMP regions.
+calling thread. Other parallel loops (a body that may raise) stay OpenMP regions
+(`emit_omp_loop`): ``#pragma omp parallel for`` (with an ``if`` clause for a grain), an error
+slot that a failing iteration fills and the others skip on, re-raised after the region.
 """
 
 from __future__ import annotations
@@ -74,3 +77,44 @@ def emit_pool_loop(cg: CodeGenC, s: S.For, call: E.Call) -> None:
     extent = f"(int64_t)({cg.expr(s.extent)})"
     cg.emit(f"{cg.INDENT}kiln_pool_launch({extent}, {grain}, {rng}, &{inst});")
     cg.emit("}")
+
+
+def omp_pragma(cg: CodeGenC, s: S.For) -> str:
+    """The OpenMP pragma of parallel loop ``s``: with an ``if`` clause when the loop carries a
+    grain (`kiln.tir.attrs.PARALLEL_GRAIN`: below that trip count, one thread)."""
+    grain = s.annotations.get(PARALLEL_GRAIN)
+    if grain is None:
+        return cg.PARALLEL_PRAGMA
+    return f"{cg.PARALLEL_PRAGMA} if({cg.expr(s.extent)} >= {int(grain)})"
+
+
+def emit_omp_loop(cg: CodeGenC, s: S.For, head: str) -> None:
+    """Print parallel loop ``s`` (its ``for`` line: ``head``) as an OpenMP region whose errors
+    are handed over through an error slot and re-raised after the region."""
+    slot, label = cg.temp("perr"), cg.temp("next")
+    ex = cg.parallel_exit(slot, label)
+    cg.fn.exits.append(ex)
+    cg.level += 1
+    try:
+        with cg.capture() as body:
+            cg.stmt(s.body)
+    finally:
+        cg.level -= 1
+        cg.fn.exits.pop()
+    if ex.used:
+        cg.emit(f"void* volatile {slot} = NULL;")
+    first, last = cg.mark_loop(s)
+    cg.emit(omp_pragma(cg, s))
+    cg.emit(head + first)
+    if ex.used:
+        cg.emit(f"{cg.INDENT}if ({slot} != NULL) continue;")
+    cg.lines.extend(body)
+    if ex.check_pending:
+        # NOTE: the flag is thread-local, so a worker must hand its error over here.
+        handover = f"kiln_error_pending = 0; kiln_par_capture(&{slot});"
+        cg.emit(f"{cg.INDENT}if (kiln_error_pending) {{ {handover} }}")
+    if ex.used:
+        cg.emit(f"{cg.INDENT}{label}:;")
+    cg.emit("}" + last)
+    if ex.used:
+        cg.emit_guard(f"{slot} != NULL", (f"kiln_par_reraise({slot});",))
