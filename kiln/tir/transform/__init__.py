@@ -1,5 +1,6 @@
 """TIR passes, one per file. Each maps an `IRModule` to an `IRModule` (see `kiln.ir.Pass`)."""
 
+from kiln.tir.function import PrimFuncPass
 from kiln.tir.transform.annotate_device_regions import AnnotateDeviceRegions
 from kiln.tir.transform.bind_target import BindTarget
 from kiln.tir.transform.flatten_buffer import FlattenBuffer
@@ -15,6 +16,7 @@ from kiln.tir.transform.thread_sync import ThreadSync
 from kiln.tir.transform.vectorize_loop import VectorizeLoop
 
 __all__ = [
+    "PrimFuncPass",
     "AnnotateDeviceRegions",
     "BindTarget",
     "DimCheck",
