@@ -1,7 +1,7 @@
 """Convolutions on one thread as a share of the CPU's fp32 FMA peak, kiln vs onnxruntime.
 
     OMP_NUM_THREADS=1 KILN_NUM_THREADS=1 taskset -c 1 python benchmarks/conv_peak.py [--reps 60]
-                                                             [--cases 0,1,2] [--resnet18]
+                                                             [--cases 0,1,2] [--resnet18 | --small-cnn]
 
 Times the cases of `bench_ops.CONVS` (with ``--resnet18``: ResNet-18's distinct convolutions),
 kiln's channel-blocked kernel and onnxruntime's one-Conv model, built as `bench_ops.py` builds
@@ -97,14 +97,23 @@ RESNET18 = (
 )
 """ResNet-18's distinct convolutions at 224x224 (``--resnet18``), in model order."""
 
+SMALL_CNN = (
+    bench_ops.Conv("stem 1x3x64x64 k3x3x32 p1", 3, 64, 32, 3, pad=1),
+    bench_ops.Conv("depthwise 1x32x32x32 k3x3 p1", 32, 32, 32, 3, pad=1, groups=32),
+    bench_ops.Conv("1x1 1x32x32x32 k1x1x64", 32, 32, 64, 1),
+    bench_ops.Conv("1x64x32x32 k3x3x64 s2 p1", 64, 32, 64, 3, stride=2, pad=1),
+)
+"""The small CNN's convolutions (`model_zoo.SmallCNN`, ``--small-cnn``), in model order."""
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=60, help="rounds (median over them)")
     p.add_argument("--cases", help="indices into the case list (default: all)")
     p.add_argument("--resnet18", action="store_true", help="ResNet-18's convolutions instead")
+    p.add_argument("--small-cnn", action="store_true", help="the small CNN's convolutions instead")
     args = p.parse_args()
-    convs = RESNET18 if args.resnet18 else bench_ops.CONVS
+    convs = RESNET18 if args.resnet18 else SMALL_CNN if args.small_cnn else bench_ops.CONVS
     cases = args.cases or ",".join(str(i) for i in range(len(convs)))
     import numpy as np
 

@@ -1,4 +1,5 @@
-"""Logic rules: comparisons decided by bounds, canonical comparisons, and/or/not.
+"""Logic rules: comparisons decided by bounds, canonical comparisons, and/or/not, and
+``if_then_else`` with a decided condition.
 
 Comparisons of scalar signed integers are rewritten through the linear form of ``a - b``:
 
@@ -28,7 +29,8 @@ from kiln.arith.rules import (
     make_int,
 )
 from kiln.ir.structural import structural_equal
-from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr, as_const_int
+from kiln.tir import builtin
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Call, Not, Or, PrimExpr, as_const_int
 
 LOGIC = RuleSet("logic")
 
@@ -280,3 +282,13 @@ def not_compare(e: Not, ctx: RewriteContext) -> PrimExpr | None:
     if type(inner) not in _NEGATE or not inner.a.dtype.is_integer:
         return None
     return _NEGATE[type(inner)](inner.a, inner.b)
+
+
+@LOGIC.rule(Call)
+def if_then_else_decided(e: Call, ctx: RewriteContext) -> PrimExpr | None:
+    """``if_then_else(True, a, b)`` -> ``a``, ``if_then_else(False, a, b)`` -> ``b`` (a scalar
+    condition; the branch not taken is never evaluated, so dropping it changes nothing)."""
+    if e.op is not builtin.op("if_then_else") or e.args[0].dtype.lanes != 1:
+        return None
+    taken = as_const_int(e.args[0])
+    return None if taken is None else e.args[1] if taken else e.args[2]

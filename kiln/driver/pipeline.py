@@ -52,20 +52,22 @@ TIR, for a target with a device (``cuda``, host ``c``):
 8. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
 9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
    store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+);
-10. `Simplify` — index arithmetic rewritten by `kiln.arith` under loop and thread bounds
+10. `LoopPartition` — loops the schedule marked ``loop_partition`` (padding copies) split where
+    the conditions of their bodies change, so each piece is a plain copy or a fill;
+11. `Simplify` — index arithmetic rewritten by `kiln.arith` under loop and thread bounds
     (``(f // 64) * 1024 + (f % 64) * 16 + i`` becomes ``f * 16 + i``), values kept exactly;
-11. `VectorizeLoop(target)` — vectorized loops annotated ``pragma_explicit_vector`` become vector
+12. `VectorizeLoop(target)` — vectorized loops annotated ``pragma_explicit_vector`` become vector
     statements of the target's vector width (other vectorized loops stay loops: the C emitter
     prints them under ``#pragma omp simd``);
-12. `LowerIntrin(target)` — math builtins become C calls (or, in vectorized CPU loops,
+13. `LowerIntrin(target)` — math builtins become C calls (or, in vectorized CPU loops,
     vectorizable float32 arithmetic), floor division becomes C division;
-13. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
+14. `OutlineParallelLoops` — the body of a parallel loop of a ``tir.noalias`` host function
     becomes a private function with ``restrict`` pointers (GCC drops ``restrict`` from what an
     OpenMP region captures); the C emitter runs such a loop on kiln's thread pool
     (`kiln.codegen.c_parallel`). After it the emitters only print.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2 and 8-13.
+kernels -- and are left out, so its pipeline is 2 and 8-14.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ from kiln.tir.transform import (
     BindTarget,
     FlattenBuffer,
     LegalizeStorage,
+    LoopPartition,
     LowerDeviceKernelLaunch,
     LowerIntrin,
     MakePackedAPI,
@@ -112,6 +115,7 @@ def default_tir_pipeline(target: Target) -> list[Pass]:
         ),
         MakePackedAPI(),
         LegalizeStorage(),
+        LoopPartition(),
         Simplify(),
         VectorizeLoop(target),
         LowerIntrin(target),

@@ -28,6 +28,7 @@ def test_default_pipeline_is_one_visible_list() -> None:
         "flatten-buffer",
         "make-packed-api",
         "legalize-storage",
+        "loop-partition",
         "simplify",
         "vectorize-loop",
         "lower-intrin",

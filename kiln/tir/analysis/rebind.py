@@ -40,3 +40,19 @@ class Rebind(Mutator):
 def fresh_copy(func: PrimFunc) -> PrimFunc:
     """``func`` with every variable and buffer replaced by a fresh copy (same names and types)."""
     return Rebind(fresh=True).visit(func)
+
+
+def renew_defs(node: Any) -> Any:
+    """``node`` with a fresh copy of every variable it defines (loop, let, allocation and
+    declared-buffer variables); variables it only uses stay as they are. A second copy of a
+    statement then defines no variable twice."""
+    from kiln.ir.visitor import pre_order_nodes
+
+    fresh: dict[Var, Any] = {}
+    for n in pre_order_nodes(node):
+        for name in getattr(n, "_def_fields", ()):
+            value = getattr(n, name)
+            var = value.data if isinstance(value, Buffer) else getattr(value, "var", value)
+            if isinstance(var, Var) and var not in fresh:
+                fresh[var] = replace(var)
+    return Rebind(fresh).visit(node) if fresh else node

@@ -7,6 +7,7 @@ from kiln.tir.transform.flatten_buffer import FlattenBuffer
 from kiln.tir.transform.legalize_storage import LegalizeStorage
 from kiln.tir.transform.lower_device_kernel_launch import LowerDeviceKernelLaunch
 from kiln.tir.transform.lower_intrin import LowerIntrin
+from kiln.tir.transform.loop_partition import LoopPartition
 from kiln.tir.transform.make_packed_api import DimCheck, MakePackedAPI, PackedAPI, PackedArg
 from kiln.tir.transform.merge_shared_memory import MergeSharedMemoryAllocations
 from kiln.tir.transform.outline_parallel import OutlineParallelLoops
@@ -23,6 +24,7 @@ __all__ = [
     "FlattenBuffer",
     "LegalizeStorage",
     "LowerDeviceKernelLaunch",
+    "LoopPartition",
     "LowerIntrin",
     "MakePackedAPI",
     "MergeSharedMemoryAllocations",

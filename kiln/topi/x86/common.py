@@ -17,6 +17,9 @@ NS_PER_MAC = 0.02
 float32 FMA on one Zen 4 core); a nest below `kiln.topi.generic.common.PARALLEL_MIN_NS` of it
 runs on one thread (see the measurements there)."""
 
+PARTITION = "loop_partition"
+"""The loop pragma asking for `kiln.tir.transform.LoopPartition`."""
+
 EXPLICIT_VECTOR = "explicit_vector"
 """The loop pragma asking the C emitter for explicit vector code
 (`kiln.codegen.c_vector`)."""
@@ -82,7 +85,9 @@ def schedule_pack(stage: Stage, work: int | None) -> None:
 
     A stage whose attrs give a ``read_order`` (positions of the last two axes, ``(-1, -2)`` for
     a transposing pack) gets its two innermost loops in that order instead, unvectorized, so it
-    reads its source contiguously.
+    reads its source contiguously. One whose attrs set ``partition`` (a zero-padding copy) has
+    its serial loops over the last two axes' outer neighbours split where its padding
+    condition changes (`kiln.tir.transform.LoopPartition`): the interior is a plain copy.
     NOTE: the second-to-last axis stays a loop of its own: fusing it too would put a division
     and a modulo in every row's address.
     """
@@ -94,14 +99,20 @@ def schedule_pack(stage: Stage, work: int | None) -> None:
     order = (stage.op.attrs or {}).get("read_order")
     if order is not None:
         stage.reorder(*(axes[i] for i in order))
+    serial = outer
     if outer and copies is None:
         fused = fuse_axes(stage, outer)
         per_iter = inner_points(stage, fused) * generic.NS_PER_ELEMENT
         generic.parallelize(stage, fused, None, generic.NS_PER_ELEMENT, per_iter)
+        serial = []
     elif outer and worth_parallel(work) and generic.worth_parallel(copies):
         stage.parallel(fuse_axes(stage, outer))
+        serial = []
     if order is None:
         vectorize(stage, axes[-1])
+    if (stage.op.attrs or {}).get("partition"):
+        for axis in [*serial[-1:], axes[-2]]:
+            stage.pragma(axis, PARTITION)
 
 
 def schedule_packs(sch: Schedule, t: Any, work: int | None) -> list[Stage]:

@@ -1,0 +1,135 @@
+"""LoopPartition: annotated loops split where their conditions change; Simplify then decides
+each piece's conditions. Checked on the IR and on compiled code against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import te, tir
+from kiln.ir import GlobalVar, IRModule
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE
+from kiln.tir.transform import LoopPartition, Simplify
+from kiln.tir.transform.loop_partition import PARTITION, cut_points
+
+ITE = kiln.tir.op.if_then_else
+
+
+def _pad_func(kind: tir.ForKind = tir.ForKind.SERIAL, partition: bool = True) -> tir.PrimFunc:
+    """``B[x] = A[x - 2] if 2 <= x < 10 else 0`` over ``x in [0, 13)``, with an inner loop
+    that defines a variable (so a copied piece must renew it)."""
+    A = tir.decl_buffer((8,), "float32", "A")
+    B = tir.decl_buffer((13, 2), "float32", "B")
+    x, j = tir.Var("x"), tir.Var("j")
+    value = ITE((x >= 2) & (x < 10), A[x - 2] + tir.Cast("float32", j), tir.const(0.0))
+    inner = tir.For(j, 0, 2, tir.ForKind.SERIAL, tir.BufferStore(B, value, (x, j)))
+    notes = {PARTITION: 1} if partition else {}
+    body = tir.For(x, 0, 13, kind, inner, annotations=notes)
+    params = (tir.Var("A", "handle"), tir.Var("B", "handle"))
+    return tir.PrimFunc(params, body, buffer_map=dict(zip(params, (A, B))))
+
+
+def _run(func: tir.PrimFunc) -> tir.PrimFunc:
+    mod = IRModule({GlobalVar("f"): func})
+    mod = Simplify()(LoopPartition()(mod))
+    tir.verify_well_formed(mod)
+    return mod["f"]  # type: ignore[return-value]
+
+
+def _loops(stmt: tir.Stmt) -> list[tir.For]:
+    items = stmt.seq if isinstance(stmt, tir.SeqStmt) else (stmt,)
+    return [s for s in items if isinstance(s, tir.For)]
+
+
+def test_a_padding_loop_splits_into_fill_copy_fill() -> None:
+    out = _run(_pad_func())
+    loops = _loops(out.body)
+    assert [(int(f.min.value), int(f.extent.value)) for f in loops] == [(0, 2), (2, 8), (10, 3)]
+    assert all(PARTITION not in f.annotations for f in loops)
+    text = str(out)
+    assert "if_then_else" not in text  # every piece's condition is decided
+    assert len({f.body.loop_var for f in loops}) == 3  # the inner loop variable is renewed
+
+
+def test_the_split_loop_computes_what_the_original_did() -> None:
+    a = np.arange(1, 9, dtype="float32")
+    want = np.zeros((13, 2), "float32")
+    want[2:10] = a[:, None] + np.arange(2, dtype="float32")[None, :]
+    for func in (_pad_func(), _pad_func(partition=False)):
+        built = kiln.build(func.with_attr("global_symbol", "f"), target="c")
+        b = np.full((13, 2), 7.0, "float32")
+        built["f"](a, b)
+        np.testing.assert_array_equal(b, want)
+
+
+def test_loops_without_the_annotation_are_left_as_they_are() -> None:
+    func = _pad_func(partition=False)
+    mod = IRModule({GlobalVar("f"): func})
+    assert LoopPartition()(mod)["f"] is func
+
+
+def test_a_parallel_loop_stays_whole_and_loses_the_annotation() -> None:
+    out = LoopPartition()(IRModule({GlobalVar("f"): _pad_func(tir.ForKind.PARALLEL)}))["f"]
+    assert isinstance(out.body, tir.For) and out.body.kind == tir.ForKind.PARALLEL
+    assert PARTITION not in out.body.annotations
+
+
+@pytest.mark.parametrize(
+    ("op", "k", "c", "cuts"),
+    [
+        (LT, 1, -5, [5]),  # x - 5 < 0: true below 5
+        (GE, 1, -5, [5]),
+        (LE, 1, -5, [6]),  # x <= 5: true up to 5
+        (GT, 1, -5, [6]),
+        (LT, 3, -10, [4]),  # 3x < 10: x <= 3
+        (LE, 3, -10, [4]),
+        (LT, -2, 9, [5]),  # 9 - 2x < 0: x >= 5
+        (EQ, 2, -8, [4, 5]),
+        (NE, 2, -7, []),  # 2x == 7 never holds
+    ],
+)
+def test_cut_points_of_linear_comparisons(op: type, k: int, c: int, cuts: list[int]) -> None:
+    x = tir.Var("x")
+    A = tir.decl_buffer((20,), "float32", "A")
+    cond = op(x * k + c, tir.const(0)) if k != 1 else op(x + c, tir.const(0))
+    body = tir.BufferStore(A, ITE(cond, tir.const(1.0), tir.const(0.0)), (x,))
+    assert cut_points(x, body, 0, 20) == cuts
+    ends = [0, *cuts, 20]
+    for lo, hi in zip(ends, ends[1:]):  # each piece sees the comparison constant
+        assert len({_holds(op, k * v + c) for v in range(lo, hi)}) == 1
+
+
+def _holds(op: type, d: int) -> bool:
+    return {LT: d < 0, LE: d <= 0, GT: d > 0, GE: d >= 0, EQ: d == 0, NE: d != 0}[op]
+
+
+def test_conditions_on_other_variables_give_no_cuts() -> None:
+    x, y = tir.Var("x"), tir.Var("y")
+    A = tir.decl_buffer((20,), "float32", "A")
+    body = tir.BufferStore(A, ITE(x < y, tir.const(1.0), tir.const(0.0)), (x,))
+    assert cut_points(x, body, 0, 20) == []
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 9, 7, 1), (1, 2, 6, 5, 8)])
+def test_a_padded_conv_matches_numpy(shape: tuple[int, ...]) -> None:
+    """The channel-blocked conv's padding copy is partitioned; the conv still matches."""
+    from kiln.topi import x86
+    from kiln.topi.layout import transform_array
+
+    n, cblocks, h, w, cb = shape
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, cblocks * cb, h, w), dtype="float32")
+    wt = rng.standard_normal((16, cblocks * cb, 3, 3), dtype="float32")
+    xb = transform_array(x, "NCHW", f"NCHW{cb}c")
+    wb = transform_array(wt, "OIHW", f"OIHW{cb}i16o")
+    xt, kt = te.placeholder(xb.shape, name="x"), te.placeholder(wb.shape, name="w")
+    yt = x86.conv2d_nchwc(xt, kt, 1, 2, 1, 1, target="c")
+    built = kiln.build(te.lower(x86.schedule_conv2d_nchwc(yt, "c"), [xt, kt, yt]), target="c")
+    assert "? x_data[" not in built.inspect_source()  # the padding copy has no select
+    out = np.zeros([d.value for d in yt.shape], "float32")
+    built["main"](xb, wb, out)
+    xp = np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
+    ref = np.einsum("nchwij,ocij->nohw", win, wt)
+    np.testing.assert_allclose(out, transform_array(ref, "NCHW", "NCHW16c"), rtol=1e-4, atol=1e-4)
