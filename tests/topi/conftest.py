@@ -74,12 +74,19 @@ def hot_loop(asm: str) -> list[str]:
         m = re.match(r"\s*([0-9a-f]+):\t", line)
         if m:
             lines.append((int(m.group(1), 16), line))
-    loops = []
+    spans = []
     for addr, line in lines:
         jump = re.search(r"\tj[a-z]+\s+([0-9a-f]+) <", line)
         if jump and int(jump.group(1), 16) < addr:
-            start = int(jump.group(1), 16)
-            loops.append([x for a, x in lines if start <= a <= addr])
+            spans.append((int(jump.group(1), 16), addr))
+    # NOTE: innermost: a loop holding another loop is left out (a kernel may hold several
+    # copies of its tile, e.g. for the tiles at the padded border and those inside)
+    inner = [
+        (s, e)
+        for s, e in spans
+        if not any(s <= a and b <= e and (a, b) != (s, e) for a, b in spans)
+    ]
+    loops = [[x for a, x in lines if s <= a <= e] for s, e in inner]
     return max(loops, key=lambda body: sum("vfmadd" in x for x in body))
 
 

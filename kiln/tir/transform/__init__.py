@@ -5,9 +5,9 @@ from kiln.tir.transform.annotate_device_regions import AnnotateDeviceRegions
 from kiln.tir.transform.bind_target import BindTarget
 from kiln.tir.transform.flatten_buffer import FlattenBuffer
 from kiln.tir.transform.legalize_storage import LegalizeStorage
+from kiln.tir.transform.loop_partition import LoopPartition
 from kiln.tir.transform.lower_device_kernel_launch import LowerDeviceKernelLaunch
 from kiln.tir.transform.lower_intrin import LowerIntrin
-from kiln.tir.transform.loop_partition import LoopPartition
 from kiln.tir.transform.make_packed_api import DimCheck, MakePackedAPI, PackedAPI, PackedArg
 from kiln.tir.transform.merge_shared_memory import MergeSharedMemoryAllocations
 from kiln.tir.transform.outline_parallel import OutlineParallelLoops
@@ -23,8 +23,8 @@ __all__ = [
     "DimCheck",
     "FlattenBuffer",
     "LegalizeStorage",
-    "LowerDeviceKernelLaunch",
     "LoopPartition",
+    "LowerDeviceKernelLaunch",
     "LowerIntrin",
     "MakePackedAPI",
     "MergeSharedMemoryAllocations",

@@ -1,41 +1,64 @@
-"""LoopPartition: a loop annotated ``pragma_loop_partition`` is split into consecutive loops
-over the ranges in which the conditions of its body keep one value.
+"""LoopPartition: a loop annotated ``pragma_loop_partition`` is split where the conditions of
+its body change value, so that most iterations run a copy of the body without them.
 
-A padding copy ``pad[y, x] = if_then_else(x >= 1 and x < 65, data[y, x - 1], 0)`` over
-``x in [0, 68)`` becomes three loops, over ``[0, 1)``, ``[1, 65)`` and ``[65, 68)``; `Simplify`
-(which runs next) decides each copy's condition under its loop's range, so the middle loop is
-a plain copy the C compiler vectorizes and the others store zeros.
+`SPLIT` (1): a serial loop becomes consecutive loops over the ranges in which its conditions
+keep one value. A padding copy ``pad[y, x] = if_then_else(x >= 1 and x < 65, data[y, x - 1],
+0)`` over ``x in [0, 68)`` becomes loops over ``[0, 1)``, ``[1, 65)`` and ``[65, 68)``;
+`Simplify` (which runs next) decides each copy's condition under its loop's range, so the
+middle loop is a plain copy the C compiler vectorizes and the others store zeros. A loop of
+another kind (parallel) keeps its iterations together: its body is unswitched instead,
+``if lo <= v < hi: body else: body``, with ``[lo, hi)`` its interior.
 
-Cut points come from the comparisons anywhere in the body that are linear in the loop variable
-with everything else constant (``a*v + b < c`` and its kin; ``==``/``!=`` when ``a`` divides
-evenly). Conditions mentioning other variables give none.
+`GUARD` (2): nested annotated loops (a kernel's tile loops) unswitch once, at the innermost:
+``if v1 in I1 and v2 in I2 ...: body else: body``, each ``Ik`` the interior of a loop. A padded
+convolution that reads its input in place then has two copies of its tile: the plain one for
+the tiles inside the input and the guarded one for those at the border.
 
-Precondition: annotated loops have constant ``min`` and ``extent`` and are serial (an annotated
-loop of another kind, or with a symbolic range, is left whole).
+A loop's interior is its widest piece in which every condition is decided. Cut points come
+from the comparisons anywhere in the body that are linear in the loop variable ``v``, the rest
+being a constant plus variables of loops inside the body (``a*v + r < c``, ``r`` bounded by
+those loops' ranges, and its kin; ``==``/``!=`` only without such variables): where each
+becomes true, or false, for every value of ``r``. A tile loop ``xo`` reading
+``x = xo*8 + xi + rx - 1`` is cut where every pixel and tap of a tile lies inside the row.
+Conditions mentioning other variables give none.
+
+Precondition: annotated loops have a constant ``min`` and ``extent`` (others are left whole).
 Postcondition: no loop carries the annotation; each piece keeps the loop's kind and other
-annotations, and every piece but the first has fresh copies of the variables its body
+annotations, and every copy of a body but the first has fresh copies of the variables it
 defines (no variable is defined twice). Values computed are unchanged: the pieces run the
-iterations of the original loop in the original order.
+iterations of the original loop in the original order, and a copy runs where its condition
+holds.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from kiln.arith.linear import Atom, to_linear
+from kiln.arith.linear import Atom, Linear, to_linear
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import as_attrs
 from kiln.ir.transform import PassContext
 from kiln.ir.visitor import Mutator, pre_order_nodes
 from kiln.tir.analysis.rebind import renew_defs
-from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, Var, as_const_int
+from kiln.tir.expr import BOOL, EQ, GE, GT, LE, LT, NE, And, IntImm, PrimExpr, Var, as_const_int
 from kiln.tir.function import PrimFunc, PrimFuncPass
-from kiln.tir.stmt import For, ForKind, Stmt, seq
+from kiln.tir.stmt import For, ForKind, IfThenElse, Stmt, seq
 
 PARTITION = "pragma_loop_partition"
-"""The loop annotation asking for the split (`kiln.te.Stage.pragma` ``"loop_partition"``)."""
+"""The loop annotation asking for the split (`kiln.te.Stage.pragma` ``"loop_partition"``):
+`SPLIT` or `GUARD`."""
+
+SPLIT = 1
+"""Split a serial loop into pieces (unswitch any other kind on its interior)."""
+
+GUARD = 2
+"""Unswitch once for all the nested `GUARD` loops: the innermost one's body becomes
+``if v1 in I1 and v2 in I2 ...: body else: body`` with ``Ik`` each loop's interior (the widest
+range in which its conditions are decided), so a tiled kernel has two copies of its tile, not
+one per piece of each loop."""
 
 _FLIP = {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ, NE: NE}
 
@@ -52,42 +75,160 @@ class LoopPartition(PrimFuncPass):
 
 
 class _Partition(Mutator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.guards: list[PrimExpr | None] = []
+        """Interior conditions of the enclosing `GUARD` loops (None: the loop has none)."""
+        self.placed = 0
+        self.blocked = 0
+
     def visit_For(self, s: For) -> Stmt:
+        mode = s.annotations.get(PARTITION)
+        if mode == GUARD:
+            return self._guard(s)
         s = self.generic_visit(s)
-        if not s.annotations.get(PARTITION):
+        if not mode:
             return s
-        rest = as_attrs({k: v for k, v in s.annotations.items() if k != PARTITION})
-        lo, extent = as_const_int(s.min), as_const_int(s.extent)
-        if lo is None or extent is None or s.kind != ForKind.SERIAL:
-            return replace(s, annotations=rest)
-        bounds = [lo, *cut_points(s.loop_var, s.body, lo, lo + extent), lo + extent]
+        s, rng = _strip(s)
+        if rng is None:
+            return s
+        cmps = _comparisons(s.loop_var, s.body)
+        bounds = [rng[0], *_cut_points(cmps, *rng), rng[1]]
+        if s.kind != ForKind.SERIAL:
+            inside = _interior(s.loop_var, cmps, bounds)
+            return s if inside is None or as_const_int(inside) else _unswitch(s, inside)
+        if len(bounds) == 2:
+            return s
         pieces = []
         for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
-            piece = replace(s, min=a, extent=b - a, annotations=rest)
+            piece = replace(s, min=a, extent=b - a)
             pieces.append(piece if k == 0 else renew_defs(piece))
-        return pieces[0] if len(pieces) == 1 else seq(*pieces)
+        return seq(*pieces)
+
+    def _guard(self, s: For) -> Stmt:
+        s, rng = _strip(s)
+        inside: PrimExpr | None = None
+        if rng is not None:
+            cmps = _comparisons(s.loop_var, s.body)
+            bounds = [rng[0], *_cut_points(cmps, *rng), rng[1]]
+            inside = _interior(s.loop_var, cmps, bounds)
+        self.guards.append(inside)
+        placed, blocked = self.placed, self.blocked
+        body = self.visit(s.body)
+        guards = self.guards.copy()
+        self.guards.pop()
+        s = s if body is s.body else replace(s, body=body)
+        if self.placed > placed or self.blocked > blocked:
+            return s  # placed inside, or an inner loop has no interior
+        if any(g is None for g in guards):
+            self.blocked += 1  # a loop without interior: no tile is plain
+            return s
+        conds = [g for g in guards if as_const_int(g) is None]
+        if not conds:
+            return s
+        self.placed += 1
+        return _unswitch(s, functools.reduce(And, conds))
 
 
-def cut_points(v: Var, body: Stmt, lo: int, hi: int) -> list[int]:
-    """The sorted values in ``(lo, hi)`` at which a comparison of ``body`` that is linear in
-    ``v`` (and constant otherwise) may change value: each piece between two of them (or the
-    ends) sees every such comparison constant."""
-    cuts: set[int] = set()
+def _strip(s: For) -> tuple[For, tuple[int, int] | None]:
+    """``s`` without the annotation, and its constant range (None if symbolic)."""
+    rest = {k: v for k, v in s.annotations.items() if k != PARTITION}
+    s = replace(s, annotations=as_attrs(rest))
+    lo, extent = as_const_int(s.min), as_const_int(s.extent)
+    return s, None if lo is None or extent is None else (lo, lo + extent)
+
+
+def _unswitch(s: For, inside: PrimExpr) -> For:
+    """``s`` with its body run as a second copy where ``inside`` holds."""
+    return replace(s, body=IfThenElse(inside, renew_defs(s.body), s.body))
+
+
+Comparison = tuple[type, int, int, int]
+"""``k*v + r  op  0`` with ``k > 0`` and ``r`` in ``[lo, hi]``: ``(op, k, lo, hi)``."""
+
+
+def _comparisons(v: Var, body: Stmt) -> list[Comparison]:
+    """The comparisons of ``body`` linear in ``v`` whose rest is a constant plus variables of
+    loops inside ``body`` (``==``/``!=``: a constant only)."""
+    inner = _inner_bounds(body)
+    out: list[Comparison] = []
     key = Atom(v)
     for n in pre_order_nodes(body):
         op = type(n)
         if op not in _FLIP or not n.a.dtype.is_int or n.a.dtype.lanes != 1:
             continue
         lin = to_linear(n.a).plus(to_linear(n.b), -1)
-        k = lin.terms.get(key)
-        if k is None or len(lin.terms) != 1:
+        k = lin.terms.pop(key, None)
+        rest = _rest_bound(lin, inner)
+        if k is None or rest is None or (op in (EQ, NE) and rest[0] != rest[1]):
             continue
         if k < 0:
-            op, k, c = _FLIP[op], -k, -lin.const
-        else:
-            c = lin.const
-        cuts.update(_cuts(op, k, c))  # k*v + c  op  0
+            op, k, rest = _FLIP[op], -k, (-rest[1], -rest[0])
+        out.append((op, k, *rest))
+    return out
+
+
+def cut_points(v: Var, body: Stmt, lo: int, hi: int) -> list[int]:
+    """The sorted values in ``(lo, hi)`` at which a comparison of ``body`` that is linear in
+    ``v`` (the rest: a constant and variables of loops inside ``body``) may change value for
+    some value of the rest: between two of them (or the ends), each such comparison is either
+    constant or depends on the inner loops only as it does everywhere in that piece."""
+    return _cut_points(_comparisons(v, body), lo, hi)
+
+
+def _cut_points(cmps: list[Comparison], lo: int, hi: int) -> list[int]:
+    cuts: set[int] = set()
+    for op, k, rlo, rhi in cmps:
+        for c in {rlo, rhi}:  # k*v + c  op  0 at the extremes of the rest
+            cuts.update(_cuts(op, k, c))
     return sorted(p for p in cuts if lo < p < hi)
+
+
+def _interior(v: Var, cmps: list[Comparison], bounds: list[int]) -> PrimExpr | None:
+    """``lo <= v < hi`` for the widest piece in which every comparison is decided (True: the
+    whole loop); None if no piece decides them all."""
+    pieces = [(a, b) for a, b in zip(bounds, bounds[1:]) if _decided(cmps, a, b - 1)]
+    if not pieces:
+        return None
+    a, b = max(pieces, key=lambda p: p[1] - p[0])
+    if (a, b) == (bounds[0], bounds[-1]):
+        return IntImm(BOOL, 1)  # the whole loop
+    return And(v >= IntImm(v.dtype, a), v < IntImm(v.dtype, b))
+
+
+def _decided(cmps: list[Comparison], first: int, last: int) -> bool:
+    """Whether each comparison has one value for ``v`` in ``[first, last]``, any rest."""
+    for op, k, rlo, rhi in cmps:
+        values = {_holds(op, k * v + r) for v in (first, last) for r in (rlo, rhi)}
+        if len(values) > 1 or (op in (EQ, NE) and first != last):
+            return False
+    return True
+
+
+def _holds(op: type, d: int) -> bool:
+    return {LT: d < 0, LE: d <= 0, GT: d > 0, GE: d >= 0, EQ: d == 0, NE: d != 0}[op]
+
+
+def _inner_bounds(body: Stmt) -> dict[Var, tuple[int, int]]:
+    """The inclusive ranges of the variables of constant-range loops inside ``body``."""
+    out = {}
+    for n in pre_order_nodes(body):
+        if isinstance(n, For):
+            lo, extent = as_const_int(n.min), as_const_int(n.extent)
+            if lo is not None and extent:
+                out[n.loop_var] = (lo, lo + extent - 1)
+    return out
+
+
+def _rest_bound(lin: Linear, inner: dict[Var, tuple[int, int]]) -> tuple[int, int] | None:
+    """The constant bounds of ``lin`` when every term is an inner loop variable."""
+    low = high = lin.const
+    for atom, coef in lin.items():
+        if atom not in inner:
+            return None
+        a, b = coef * inner[atom][0], coef * inner[atom][1]
+        low, high = low + min(a, b), high + max(a, b)
+    return low, high
 
 
 def _cuts(op: type, k: int, c: int) -> list[int]:

@@ -9,9 +9,10 @@ import pytest
 import kiln
 from kiln import te, tir
 from kiln.ir import GlobalVar, IRModule
+from kiln.ir.visitor import pre_order_nodes
 from kiln.tir.expr import EQ, GE, GT, LE, LT, NE
 from kiln.tir.transform import LoopPartition, Simplify
-from kiln.tir.transform.loop_partition import PARTITION, cut_points
+from kiln.tir.transform.loop_partition import GUARD, PARTITION, cut_points
 
 ITE = kiln.tir.op.if_then_else
 
@@ -69,10 +70,25 @@ def test_loops_without_the_annotation_are_left_as_they_are() -> None:
     assert LoopPartition()(mod)["f"] is func
 
 
-def test_a_parallel_loop_stays_whole_and_loses_the_annotation() -> None:
-    out = LoopPartition()(IRModule({GlobalVar("f"): _pad_func(tir.ForKind.PARALLEL)}))["f"]
-    assert isinstance(out.body, tir.For) and out.body.kind == tir.ForKind.PARALLEL
-    assert PARTITION not in out.body.annotations
+def test_a_parallel_loop_is_unswitched_on_its_widest_piece() -> None:
+    out = _run(_pad_func(tir.ForKind.PARALLEL))
+    loop = out.body
+    assert isinstance(loop, tir.For) and loop.kind == tir.ForKind.PARALLEL
+    assert PARTITION not in loop.annotations
+    branch = loop.body
+    assert isinstance(branch, tir.IfThenElse)
+    assert "if_then_else" not in str(branch.then_case)  # decided for x in [2, 10)
+    assert "if_then_else" in str(branch.else_case)
+
+
+def test_the_unswitched_loop_computes_what_the_original_did() -> None:
+    a = np.arange(1, 9, dtype="float32")
+    want = np.zeros((13, 2), "float32")
+    want[2:10] = a[:, None] + np.arange(2, dtype="float32")[None, :]
+    func = _pad_func(tir.ForKind.PARALLEL).with_attr("global_symbol", "f")
+    b = np.full((13, 2), 7.0, "float32")
+    kiln.build(func, target="c")["f"](a, b)
+    np.testing.assert_array_equal(b, want)
 
 
 @pytest.mark.parametrize(
@@ -111,9 +127,10 @@ def test_conditions_on_other_variables_give_no_cuts() -> None:
     assert cut_points(x, body, 0, 20) == []
 
 
-@pytest.mark.parametrize("shape", [(1, 3, 9, 7, 1), (1, 2, 6, 5, 8)])
+@pytest.mark.parametrize("shape", [(1, 3, 64, 64, 1), (1, 2, 30, 30, 8)])
 def test_a_padded_conv_matches_numpy(shape: tuple[int, ...]) -> None:
-    """The channel-blocked conv's padding copy is partitioned; the conv still matches."""
+    """The channel-blocked conv reads its padding in place: its tile loops are partitioned
+    into border tiles (guarded reads) and the others (plain reads); it still matches."""
     from kiln.topi import x86
     from kiln.topi.layout import transform_array
 
@@ -124,12 +141,57 @@ def test_a_padded_conv_matches_numpy(shape: tuple[int, ...]) -> None:
     xb = transform_array(x, "NCHW", f"NCHW{cb}c")
     wb = transform_array(wt, "OIHW", f"OIHW{cb}i16o")
     xt, kt = te.placeholder(xb.shape, name="x"), te.placeholder(wb.shape, name="w")
-    yt = x86.conv2d_nchwc(xt, kt, 1, 2, 1, 1, target="c")
+    yt = x86.conv2d_nchwc(xt, kt, 1, 1, 1, 1, target="c")
     built = kiln.build(te.lower(x86.schedule_conv2d_nchwc(yt, "c"), [xt, kt, yt]), target="c")
-    assert "? x_data[" not in built.inspect_source()  # the padding copy has no select
+    fmas = [
+        ln for ln in built.inspect_source().splitlines() if "* (*(kiln_float32x16_u*)(w_data" in ln
+    ]
+    assert any("? x_data[" in ln for ln in fmas)  # tiles at the border guard their reads
+    assert any("? x_data[" not in ln for ln in fmas)  # the others read in place
     out = np.zeros([d.value for d in yt.shape], "float32")
     built["main"](xb, wb, out)
-    xp = np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)))
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
     win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
     ref = np.einsum("nchwij,ocij->nohw", win, wt)
     np.testing.assert_allclose(out, transform_array(ref, "NCHW", "NCHW16c"), rtol=1e-4, atol=1e-4)
+
+
+def _tiled_func(rows: int, tw: int = 4, guard: bool = True) -> tir.PrimFunc:
+    """A "tiled" padded read over a ``rows x 12`` grid, ``B[yo, xo*tw + xi] = A[yo - 1, x - 1]``
+    guarded on both axes, with ``yo`` and ``xo`` as `GUARD` loops."""
+    A = tir.decl_buffer((rows, 12), "float32", "A")
+    B = tir.decl_buffer((rows, 12), "float32", "B")
+    yo, xo, xi = tir.Var("yo"), tir.Var("xo"), tir.Var("xi")
+    y, x = yo - 1, xo * tw + xi - 1
+    inside = (y >= 0) & (y < rows) & (x >= 0) & (x < 12)
+    value = ITE(inside, A[y, x], tir.const(0.0))
+    store = tir.BufferStore(B, value, (yo, xo * tw + xi))
+    inner = tir.For(xi, 0, tw, tir.ForKind.SERIAL, store)
+    notes = {PARTITION: GUARD} if guard else {}
+    body = tir.For(xo, 0, 12 // tw, tir.ForKind.SERIAL, inner, annotations=notes)
+    body = tir.For(yo, 0, rows, tir.ForKind.PARALLEL, body, annotations=notes)
+    params = (tir.Var("A", "handle"), tir.Var("B", "handle"))
+    return tir.PrimFunc(params, body, buffer_map=dict(zip(params, (A, B))))
+
+
+def test_nested_guard_loops_unswitch_once_on_all_their_interiors() -> None:
+    out = _run(_tiled_func(6))
+    branches = [n for n in pre_order_nodes(out.body) if isinstance(n, tir.IfThenElse)]
+    assert len(branches) == 1  # two copies of the tile, not one per piece of each loop
+    cond = str(branches[0].condition)
+    assert "yo" in cond and "xo" in cond  # the interiors of both loops
+    assert "if_then_else" not in str(branches[0].then_case)
+    a = np.arange(72, dtype="float32").reshape(6, 12)
+    want = np.zeros((6, 12), "float32")
+    want[1:, 1:] = a[:-1, :-1]
+    for func in (_tiled_func(6), _tiled_func(6, guard=False), _tiled_func(6, tw=12)):
+        b = np.full((6, 12), 5.0, "float32")
+        kiln.build(func.with_attr("global_symbol", "f"), target="c")["f"](a, b)
+        np.testing.assert_array_equal(b, want)
+
+
+def test_no_copy_when_a_guard_loop_has_no_interior() -> None:
+    """A tile as wide as the row reads past both ends: no tile is plain, nothing is copied."""
+    out = _run(_tiled_func(6, tw=12))
+    assert not any(isinstance(n, tir.IfThenElse) for n in pre_order_nodes(out.body))
+    assert "pragma_loop_partition" not in str(out)
