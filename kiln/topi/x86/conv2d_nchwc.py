@@ -37,7 +37,7 @@ from kiln import te
 from kiln.ir.target import Target
 from kiln.te import Schedule, Stage, Tensor
 from kiln.tir.expr import const_product, convert
-from kiln.tir.transform.loop_partition import GUARD
+from kiln.tir.transform.loop_partition import GUARD, SPLIT
 from kiln.topi.nn.conv2d_nchwc import CONV2D_NCHWC, BlockedConv, blocked_conv
 from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc as nn_conv2d_nchwc
 from kiln.topi.tag import Pattern, attrs_for
@@ -208,7 +208,13 @@ def _accumulate(
             return te.sum(value * kernel[oc, rc, ry, rx, ri, oi], axis=axes)
 
     shape = (d.n, d.o // b.ob, round_up(d.oh, tile.th), round_up(d.ow, tile.tw), b.ob)
-    attrs = attrs_for(ACC_TAG, Pattern.OUT_ELEMWISE_FUSABLE, tile=tile, padding_in_place=in_place)
+    # NOTE: with one input channel per block (a stem: 3 channels) each read is a scalar, and a
+    # guarded tile tests every read: its column loop is split (`SPLIT`) so the tiles at the
+    # side borders of inner rows test the column only (measured: 1x3x64x64 3x3, 70 -> 65 us);
+    # other kernels hoist the tests out of their channel loop and keep two copies of the tile
+    columns = SPLIT if b.cb == 1 else GUARD
+    padding = (GUARD, columns) if in_place else None
+    attrs = attrs_for(ACC_TAG, Pattern.OUT_ELEMWISE_FUSABLE, tile=tile, padding_in_place=padding)
     return te.compute(shape, body, name=f"{name}_acc", tag=ACC_TAG, attrs=attrs)
 
 
@@ -279,10 +285,10 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
         tiles = _parallel_images(out, acc, tiles)
     elif common.worth_parallel(work):
         out.parallel(common.pick_parallel(out, tiles))
-    if acc.op.attrs.get("padding_in_place"):
-        for axis in (yo, xo):
-            if axis in tiles:
-                out.pragma(axis, common.PARTITION, GUARD)
+    modes = acc.op.attrs.get("padding_in_place")
+    for axis, mode in zip((yo, xo), modes or ()):
+        if axis in tiles:
+            out.pragma(axis, common.PARTITION, mode)
     out.unroll(yi)
     out.unroll(xi)
     common.vectorize(out, o)
