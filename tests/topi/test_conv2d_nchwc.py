@@ -138,8 +138,7 @@ def test_symbolic_batch_shares_the_threads_without_guards() -> None:
     assert _guards([sym], [xt, ft]) == _guards([fixed], [st, ft])
     func = te.lower(topi.schedule_for([sym], "c"), [xt, ft, sym])
     text = str(func)
-    assert "T.parallel(n * 56)" in text  # the images fused with the row tiles
-    assert "_pad" not in text  # the padding is read in place (no copy stage)
+    assert "T.parallel(n * " in text and "pragma_parallel_grain" in text
 
 
 def test_tiles_per_shape_and_isa() -> None:
@@ -294,3 +293,37 @@ def test_depthwise_kernel_is_vectorized_along_the_channel_block(
     assert len(fmas) >= tile.pixels * tile.vectors * 3, "\n".join(hot)
     assert all(f"%{reg}" in ln for ln in fmas)
     assert not [ln for ln in hot if "gather" in ln or "vpinsr" in ln or "vinsert" in ln]
+
+
+@pytest.mark.parametrize(
+    ("data", "weight", "stride", "in_place"),
+    [
+        ((1, 2, 32, 32, 32), (2, 2, 3, 3, 32, 32), 2, True),  # small: the copy would be 8%
+        ((1, 3, 64, 64, 1), (1, 3, 3, 3, 1, 32), 1, True),  # a stem
+        ((1, 2, 56, 56, 32), (2, 2, 3, 3, 32, 32), 1, False),  # big: the copy is 2%
+        ((1, 4, 7, 7, 32), (4, 4, 3, 3, 32, 32), 1, False),  # one tile per row: none plain
+    ],
+)
+def test_padding_is_read_in_place_where_it_pays(
+    data: tuple[int, ...], weight: tuple[int, ...], stride: int, in_place: bool
+) -> None:
+    """In place: no padded copy stage, the tile loops marked for `LoopPartition`; the result
+    matches the reference either way."""
+    xt, wt = te.placeholder(data, name="x"), te.placeholder(weight, name="w")
+    yt = x86.conv2d_nchwc(xt, wt, stride, 1, 1, 1, target="c")
+    acc = yt.op.input_tensors[0]
+    assert bool(acc.op.attrs["padding_in_place"]) == in_place
+    (pad,) = (t for t in acc.op.input_tensors if t.op.name.endswith("_pad"))
+    assert bool(pad.op.attrs.get("no_inline")) != in_place  # a copy stage, or inlined reads
+    text = str(te.lower(x86.schedule_conv2d_nchwc(yt, "c"), [xt, wt, yt]))
+    assert ('"pragma_loop_partition": 2' in text) == in_place  # the tile loops (GUARD)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(data, dtype="float32")
+    w = rng.standard_normal(weight, dtype="float32") / np.float32(10)
+    cb, ob = data[-1], weight[-1]
+    plain_x = transform_array(x, f"NCHW{cb}c", "NCHW")
+    plain_w = transform_array(w, f"OIHW{cb}i{ob}o", "OIHW")
+    want = transform_array(conv_ref(plain_x, plain_w, stride, 1, 1, 1), "NCHW", f"NCHW{ob}c")
+    got = np.zeros(shape_of(yt), "float32")
+    _build([yt], [xt, wt], "c")["main"](x, w, got)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

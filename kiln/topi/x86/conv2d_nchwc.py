@@ -38,6 +38,7 @@ from kiln.ir.target import Target
 from kiln.te import Schedule, Stage, Tensor
 from kiln.tir.expr import const_product, convert
 from kiln.tir.transform.loop_partition import GUARD, SPLIT
+from kiln.topi.generic import common as generic
 from kiln.topi.nn.conv2d_nchwc import CONV2D_NCHWC, BlockedConv, blocked_conv
 from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc as nn_conv2d_nchwc
 from kiln.topi.tag import Pattern, attrs_for
@@ -69,14 +70,21 @@ vectors. Measured (1 thread, AVX-512): 1x32x32x32 3x3 depthwise, 295K multiply-a
 without its padding copy (0.037 ns each); the dense kernels take 0.017-0.02 ns."""
 
 MIN_PLAIN_TILES = 0.4
-"""A padded convolution reads its input in place (no padded copy) when at least this share of
-its output tiles read only inside the input: those run without guards (`LoopPartition` unswitches
-the tile loops), the tiles at the border guard each read. Below it (a tile as wide as the
-output: no tile is plain) the kernel reads a zero-padded copy instead. Measured (1 thread,
-AVX-512, in place vs copy): ResNet-18's 3x3 convs from 56x56 to 28x28 (61-85% plain tiles)
-1.01-1.03x faster on their own and 1.03-1.11x in the model, its 7x7 ones (none plain)
-0.85-0.90x in the model; the small CNN 5% faster on 1 thread and 10-20% on 2 (the copy ran on
-one thread)."""
+"""A padded convolution may read its input in place (no padded copy) when at least this share
+of its output tiles read only inside the input: those run without guards (`LoopPartition`
+unswitches the tile loops), the tiles at the border guard each read. Below it (a tile as wide as
+the output: no tile is plain) the kernel reads a zero-padded copy. Measured (1 thread, AVX-512,
+in place vs copy): the small CNN's convs (47-65% plain) 1.03-1.15x faster, the model 5% faster
+on 1 thread and 10-20% on 2 (its copies ran on one thread); ResNet-18's 7x7 convs (none plain)
+0.85-0.90x in the model."""
+
+MIN_COPY_SHARE = 0.03
+"""...and when the padded copy would take at least this share of the convolution's time (an
+element copied costing `generic.NS_PER_ELEMENT`, a multiply-add `common.NS_PER_MAC`): reading
+in place doubles the kernel's code (two copies of the tile), so a convolution whose copy is a
+small part of it keeps the copy. Measured: ResNet-18's convs (copy shares 1.3-2%) in place
+1.01-1.03x faster on their own, the same within noise in the model at 1 and 2 threads, but its
+cold compile took 4.9-6.6 s instead of 4.1-4.8; the small CNN's (4-130%) are the ones above."""
 
 MIN_UNROLLED_PIXELS = 6
 """A row of filter taps is unrolled (`NchwcTile.taps`) when the tile may still hold this many
@@ -164,6 +172,14 @@ def _source(data: Tensor, b: BlockedConv, tile: NchwcTile, name: str, in_place: 
     return te.compute(shape, body, name=f"{name}_pad", tag="pad", attrs=attrs)
 
 
+def copy_share(d: Any) -> float:
+    """The estimated time of a padded copy of the input over that of the convolution."""
+    (top, left, bottom, right), n = d.pad, d.n if isinstance(d.n, int) else 1
+    copied = n * d.c * (d.h + top + bottom) * (d.w + left + right)
+    macs = n * d.o * d.oh * d.ow * d.c_per_group * d.kh * d.kw
+    return copied * generic.NS_PER_ELEMENT / max(1, macs * common.NS_PER_MAC)
+
+
 def plain_tiles(d: Any, tile: NchwcTile) -> float:
     """The share of output tiles whose windows lie inside the input (no padding read)."""
 
@@ -245,7 +261,7 @@ def conv2d_nchwc(
     tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
     if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
         tile = replace(tile, blocks_inner=True)
-    in_place = plain_tiles(b.dims, tile) >= MIN_PLAIN_TILES
+    in_place = plain_tiles(b.dims, tile) >= MIN_PLAIN_TILES and copy_share(b.dims) >= MIN_COPY_SHARE
     acc = _accumulate(_source(data, b, tile, name, in_place), kernel, b, tile, name, in_place)
     d = b.dims
     attrs = attrs_for(
