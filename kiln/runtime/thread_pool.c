@@ -124,7 +124,8 @@ static int wait_for_job(int seen, long* preempted, busy_window* w) {
     long now_preempted = preemptions();
     /* NOTE: a worker on its caller's CPU was preempted by its own caller, not by other work:
        not a busy machine (the scheduler moves one of them to a free CPU) */
-    if (now_preempted != *preempted && sched_getcpu() == __atomic_load_n(&P.caller_cpu, __ATOMIC_RELAXED)) {
+    int beside_caller = sched_getcpu() == __atomic_load_n(&P.caller_cpu, __ATOMIC_RELAXED);
+    if (now_preempted != *preempted && beside_caller) {
       *preempted = now_preempted;
     } else if (now_preempted != *preempted) {
       if (start - w->window_start > BUSY_WINDOW_NS) {
