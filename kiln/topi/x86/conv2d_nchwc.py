@@ -174,9 +174,9 @@ def _source(data: Tensor, b: BlockedConv, tile: NchwcTile, name: str, in_place: 
 
 def copy_share(d: Any) -> float:
     """The estimated time of a padded copy of the input over that of the convolution."""
-    (top, left, bottom, right), n = d.pad, d.n if isinstance(d.n, int) else 1
-    copied = n * d.c * (d.h + top + bottom) * (d.w + left + right)
-    macs = n * d.o * d.oh * d.ow * d.c_per_group * d.kh * d.kw
+    top, left, bottom, right = d.pad
+    copied = d.c * (d.h + top + bottom) * (d.w + left + right)  # per image, as the work
+    macs = d.o * d.oh * d.ow * d.c_per_group * d.kh * d.kw
     return copied * generic.NS_PER_ELEMENT / max(1, macs * common.NS_PER_MAC)
 
 
@@ -261,7 +261,13 @@ def conv2d_nchwc(
     tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
     if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
         tile = replace(tile, blocks_inner=True)
-    in_place = plain_tiles(b.dims, tile) >= MIN_PLAIN_TILES and copy_share(b.dims) >= MIN_COPY_SHARE
+    # NOTE: a symbolic batch may fuse the images with the row tiles (`_parallel_images`): the
+    # rows could not be partitioned, so those convolutions keep the copy
+    in_place = (
+        isinstance(b.dims.n, int)
+        and plain_tiles(b.dims, tile) >= MIN_PLAIN_TILES
+        and copy_share(b.dims) >= MIN_COPY_SHARE
+    )
     acc = _accumulate(_source(data, b, tile, name, in_place), kernel, b, tile, name, in_place)
     d = b.dims
     attrs = attrs_for(
