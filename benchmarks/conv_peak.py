@@ -1,7 +1,7 @@
 """Convolutions on one thread as a share of the CPU's fp32 FMA peak, kiln vs onnxruntime.
 
     OMP_NUM_THREADS=1 KILN_NUM_THREADS=1 taskset -c 1 python benchmarks/conv_peak.py [--reps 60]
-                                                             [--cases 0,1,2] [--resnet18 | --small-cnn]
+                                        [--cases 0,1,2] [--resnet18 | --small-cnn]
 
 Times the cases of `bench_ops.CONVS` (with ``--resnet18``: ResNet-18's distinct convolutions),
 kiln's channel-blocked kernel and onnxruntime's one-Conv model, built as `bench_ops.py` builds
