@@ -1,8 +1,9 @@
 """Arithmetic rules: linear canonical form, bound-decided values, min/max, select and let.
 
 All rules here reason about scalar signed integers (`rules.is_index`); other dtypes pass through
-untouched (float ``x + 0.0`` is not ``x`` for ``x = -0.0``). Terms are only dropped from
-expressions without side effects (`rules.is_pure`).
+untouched (float ``x + 0.0`` is not ``x`` for ``x = -0.0``), except that a ``select`` or an
+``if_then_else`` of any dtype whose condition is decided becomes its branch. Terms are only
+dropped from expressions without side effects (`rules.is_pure`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from kiln.arith.linear import from_linear, linear_bound, merge_div_mod, to_linea
 from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.ir.structural import structural_equal
 from kiln.ir.visitor import post_order_visit
+from kiln.tir import builtin
 from kiln.tir.expr import (
     Add,
+    Call,
     Cast,
     Div,
     FloorDiv,
@@ -35,6 +38,8 @@ from kiln.tir.expr import (
 )
 
 ARITH = RuleSet("arith")
+
+_IF_THEN_ELSE = builtin.op("if_then_else")
 
 _POINT_FOLDABLE = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, Select, Cast, Let)
 
@@ -144,6 +149,16 @@ def select_decided(e: Select, ctx: RewriteContext) -> PrimExpr | None:
         return None
     keep, drop = (e.true_value, e.false_value) if c else (e.false_value, e.true_value)
     return keep if is_pure(drop) else None
+
+
+@ARITH.rule(Call)
+def if_then_else_decided(e: Call, ctx: RewriteContext) -> PrimExpr | None:
+    """``if_then_else(True, a, b)`` -> ``a`` (a scalar condition; unlike `select`, the branch
+    not taken is never evaluated, so dropping it changes nothing)."""
+    if e.op is not _IF_THEN_ELSE or e.args[0].dtype.lanes != 1:
+        return None
+    taken = as_const_int(e.args[0])
+    return None if taken is None else e.args[1] if taken else e.args[2]
 
 
 @ARITH.rule(Select)

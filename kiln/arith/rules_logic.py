@@ -1,5 +1,4 @@
-"""Logic rules: comparisons decided by bounds, canonical comparisons, and/or/not, and
-``if_then_else`` with a decided condition.
+"""Logic rules: comparisons decided by bounds, canonical comparisons, and/or/not.
 
 Comparisons of scalar signed integers are rewritten through the linear form of ``a - b``:
 
@@ -29,13 +28,13 @@ from kiln.arith.rules import (
     make_int,
 )
 from kiln.ir.structural import structural_equal
-from kiln.tir import builtin
-from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Call, Not, Or, PrimExpr, as_const_int
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr, as_const_int
 
 LOGIC = RuleSet("logic")
 
 _CMPS = (EQ, NE, LT, LE, GT, GE)
-_FLIP = {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ, NE: NE}
+FLIP = {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ, NE: NE}
+"""The comparison with its operands swapped (``a < b`` is ``b > a``)."""
 _NEGATE = {LT: GE, LE: GT, GT: LE, GE: LT, EQ: NE, NE: EQ}
 
 
@@ -43,7 +42,7 @@ def _diff(e: Any) -> Linear:
     return to_linear(e.a).plus(to_linear(e.b), -1)
 
 
-def _decide(op: type, lo: int, hi: int) -> bool | None:
+def decide_compare(op: type, lo: int, hi: int) -> bool | None:
     """The truth of ``d op 0`` for every ``d`` in ``[lo, hi]``, or None if it varies."""
     if op is LT:
         return True if hi < 0 else False if lo >= 0 else None
@@ -66,7 +65,7 @@ def compare_by_bound(e: Any, ctx: RewriteContext) -> PrimExpr | None:
         return None
     d = _diff(e)
     b = linear_bound(d, ctx.const_int_bound)
-    verdict = _decide(type(e), b.min_value, b.max_value)
+    verdict = decide_compare(type(e), b.min_value, b.max_value)
     if verdict is None and isinstance(e, (EQ, NE)) and d.terms:
         g = coef_gcd(d)
         if d.const % g:  # g*S + k == 0 has no integer solution
@@ -111,7 +110,7 @@ def compare_canonical(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     if not d.terms:
         return None
     if next(iter(d.terms.values())) < 0:  # keep the first term on the left, positive
-        d, op = d.scaled(-1), _FLIP[op]
+        d, op = d.scaled(-1), FLIP[op]
     g = coef_gcd(d)
     norm = _normalized(op, -d.const, g)
     if norm is None:
@@ -181,7 +180,7 @@ def _interval(e: Any) -> tuple[dict[Atom, int], int, int, bool] | None:
         return None
     lead = min(d.terms, key=lambda a: a._hash)
     if d.terms[lead] < 0:
-        d, op = d.scaled(-1), _FLIP[op]
+        d, op = d.scaled(-1), FLIP[op]
     lo, hi = _INTERVAL[op](-d.const)
     return d.terms, lo, hi, op is NE
 
@@ -282,13 +281,3 @@ def not_compare(e: Not, ctx: RewriteContext) -> PrimExpr | None:
     if type(inner) not in _NEGATE or not inner.a.dtype.is_integer:
         return None
     return _NEGATE[type(inner)](inner.a, inner.b)
-
-
-@LOGIC.rule(Call)
-def if_then_else_decided(e: Call, ctx: RewriteContext) -> PrimExpr | None:
-    """``if_then_else(True, a, b)`` -> ``a``, ``if_then_else(False, a, b)`` -> ``b`` (a scalar
-    condition; the branch not taken is never evaluated, so dropping it changes nothing)."""
-    if e.op is not builtin.op("if_then_else") or e.args[0].dtype.lanes != 1:
-        return None
-    taken = as_const_int(e.args[0])
-    return None if taken is None else e.args[1] if taken else e.args[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from kiln.ir.visitor import Mutator
+from kiln.ir.visitor import Mutator, pre_order_nodes
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Var
 from kiln.tir.function import PrimFunc
@@ -46,8 +46,6 @@ def renew_defs(node: Any) -> Any:
     """``node`` with a fresh copy of every variable it defines (loop, let, allocation and
     declared-buffer variables); variables it only uses stay as they are. A second copy of a
     statement then defines no variable twice."""
-    from kiln.ir.visitor import pre_order_nodes
-
     fresh: dict[Var, Any] = {}
     for n in pre_order_nodes(node):
         for name in getattr(n, "_def_fields", ()):

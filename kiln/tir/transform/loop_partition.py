@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from kiln.arith.linear import Atom, Linear, to_linear
+from kiln.arith.rules_logic import FLIP, decide_compare
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import as_attrs
@@ -59,8 +60,6 @@ GUARD = 2
 ``if v1 in I1 and v2 in I2 ...: body else: body`` with ``Ik`` each loop's interior (the widest
 range in which its conditions are decided), so a tiled kernel has two copies of its tile, not
 one per piece of each loop."""
-
-_FLIP = {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ, NE: NE}
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ def _comparisons(v: Var, body: Stmt) -> list[Comparison]:
     key = Atom(v)
     for n in pre_order_nodes(body):
         op = type(n)
-        if op not in _FLIP or not n.a.dtype.is_int or n.a.dtype.lanes != 1:
+        if op not in FLIP or not n.a.dtype.is_int or n.a.dtype.lanes != 1:
             continue
         lin = to_linear(n.a).plus(to_linear(n.b), -1)
         k = lin.terms.pop(key, None)
@@ -163,7 +162,7 @@ def _comparisons(v: Var, body: Stmt) -> list[Comparison]:
         if k is None or rest is None or (op in (EQ, NE) and rest[0] != rest[1]):
             continue
         if k < 0:
-            op, k, rest = _FLIP[op], -k, (-rest[1], -rest[0])
+            op, k, rest = FLIP[op], -k, (-rest[1], -rest[0])
         out.append((op, k, *rest))
     return out
 
@@ -198,15 +197,9 @@ def _interior(v: Var, cmps: list[Comparison], bounds: list[int]) -> PrimExpr | N
 
 def _decided(cmps: list[Comparison], first: int, last: int) -> bool:
     """Whether each comparison has one value for ``v`` in ``[first, last]``, any rest."""
-    for op, k, rlo, rhi in cmps:
-        values = {_holds(op, k * v + r) for v in (first, last) for r in (rlo, rhi)}
-        if len(values) > 1 or (op in (EQ, NE) and first != last):
-            return False
-    return True
-
-
-def _holds(op: type, d: int) -> bool:
-    return {LT: d < 0, LE: d <= 0, GT: d > 0, GE: d >= 0, EQ: d == 0, NE: d != 0}[op]
+    return all(
+        decide_compare(op, k * first + rlo, k * last + rhi) is not None for op, k, rlo, rhi in cmps
+    )
 
 
 def _inner_bounds(body: Stmt) -> dict[Var, tuple[int, int]]:
