@@ -1,8 +1,9 @@
 /* kiln's thread pool: one per process, shared by every kernel library (kiln/runtime/thread_pool.py).
 
-   kiln_pool_run(n, grain, fn, ctx) runs fn(ctx, begin, end) over [0, n) in chunks. The calling
-   thread claims chunks itself from an atomic counter; a worker that is awake joins while the job
-   is open and claims chunks too. When no chunk is left the caller closes the job and waits only
+   kiln_pool_run(n, grain, fn, ctx) runs fn(ctx, begin, end) over [0, n) in chunks. Each thread
+   has a share of [0, n) (the caller the first, worker k the k+1-th) and claims chunks of it from
+   an atomic counter, then chunks left in the others' shares; a worker that is awake joins while
+   the job is open. When no chunk is left the caller closes the job and waits only
    for the workers that joined (each finishing the chunk it holds), never for a worker that has
    not started: on a busy machine a descheduled worker costs nothing, the caller does the work.
    A worker spins (pause) for `spin_ns` after its last job, so the consecutive kernels of one
@@ -42,6 +43,13 @@ typedef void (*kiln_range_fn)(void* ctx, int64_t begin, int64_t end);
 #define BUSY_WINDOW_NS 50000000 /* BUSY_PREEMPTIONS preemptions within this: a busy machine */
 #define BUSY_PREEMPTIONS 4
 
+/* One thread's share of a job: [next, end), claimed a chunk at a time by its owner and, once
+   their own share is done, by the others. */
+typedef struct {
+  int64_t next __attribute__((aligned(64)));
+  int64_t end;
+} home_range;
+
 static struct {
   int configured;    /* threads besides the caller, as asked */
   int workers;       /* threads besides the caller, started */
@@ -52,14 +60,15 @@ static struct {
   /* the job */
   kiln_range_fn fn;
   void* ctx;
-  int64_t n, chunk;
-  int64_t next __attribute__((aligned(64)));
+  int64_t chunk;
+  int parts;                                 /* threads the job is split between */
+  home_range home[KILN_POOL_MAX];            /* thread k's share of the job */
   unsigned state __attribute__((aligned(64))); /* OPEN | number of workers inside */
   int gen __attribute__((aligned(64)));        /* bumped for every job (futex word) */
   int sleepers;
   int64_t backoff_until; /* no spinning before this time (now_ns) */
   int caller_cpu;        /* where the last job's caller ran (sched_getcpu) */
-} P = {0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
+} P = {.start_lock = PTHREAD_MUTEX_INITIALIZER, .caller_cpu = -1};
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -75,23 +84,28 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static void run_chunks(void) {
+/* Thread `self` runs the chunks of its own share, then those left in the others'. */
+static void run_chunks(int self) {
   kiln_range_fn fn = P.fn;
   void* ctx = P.ctx;
-  int64_t n = P.n, chunk = P.chunk;
-  for (;;) {
-    int64_t b = __atomic_fetch_add(&P.next, chunk, __ATOMIC_RELAXED);
-    if (b >= n) return;
-    fn(ctx, b, b + chunk < n ? b + chunk : n);
+  int64_t chunk = P.chunk;
+  int parts = P.parts;
+  for (int i = 0; i < parts; ++i) {
+    home_range* r = &P.home[(self + i) % parts];
+    for (;;) {
+      int64_t b = __atomic_fetch_add(&r->next, chunk, __ATOMIC_RELAXED);
+      if (b >= r->end) break;
+      fn(ctx, b, b + chunk < r->end ? b + chunk : r->end);
+    }
   }
 }
 
 /* Join the open job (if any) and help with it. */
-static void help(void) {
+static void help(int self) {
   unsigned s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
   while (s & OPEN) {
     if (__atomic_compare_exchange_n(&P.state, &s, s + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      run_chunks();
+      run_chunks(self < P.parts ? self : 0);
       __atomic_fetch_sub(&P.state, 1, __ATOMIC_RELEASE);
       return;
     }
@@ -153,13 +167,13 @@ static int wait_for_job(int seen, long* preempted, busy_window* w) {
 }
 
 static void* worker(void* arg) {
-  (void)arg;
+  int self = (int)(intptr_t)arg; /* its share of every job: 1.. (the caller's is 0) */
   int seen = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
   long preempted = preemptions();
   busy_window busy = {0, 0};
   for (;;) {
     seen = wait_for_job(seen, &preempted, &busy);
-    help();
+    help(self);
   }
   return NULL;
 }
@@ -170,7 +184,7 @@ static int start_workers(void) {
     int ok = 0;
     for (int i = 0; i < P.workers; ++i) {
       pthread_t t;
-      if (pthread_create(&t, NULL, worker, NULL) != 0) break;
+      if (pthread_create(&t, NULL, worker, (void*)(intptr_t)(i + 1)) != 0) break;
       pthread_detach(t);
       ++ok;
     }
@@ -216,21 +230,28 @@ void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
     fn(ctx, 0, n);
     return;
   }
-  /* NOTE: 4 chunks per thread: a thread that arrives late or is descheduled leaves its share
-     to the others, at the price of one atomic add per chunk. */
-  int64_t parts = (int64_t)(P.workers + 1) * 4;
+  /* NOTE: thread k's share is the k-th of n split evenly, so consecutive kernels parallel over
+     the same axis (rows, mostly) find the data they read in the cache of the core that wrote
+     it. Small CNN, 2 threads, three runs of 5000 calls each: with one counter shared by all
+     threads no call took under 170 us and the most common took 170-180; with shares, 1700-2400
+     calls took 160-170 us. 4 chunks per share: a thread that arrives late or is descheduled
+     leaves its share to the others, at the price of one atomic add per chunk. */
+  int parts = P.workers + 1;
   P.fn = fn;
   P.ctx = ctx;
   __atomic_store_n(&P.caller_cpu, sched_getcpu(), __ATOMIC_RELAXED);
-  P.n = n;
-  P.chunk = n / parts > 0 ? (n + parts - 1) / parts : 1;
-  __atomic_store_n(&P.next, 0, __ATOMIC_RELAXED);
+  P.parts = parts;
+  P.chunk = (n + 4 * parts - 1) / (4 * parts);
+  for (int k = 0; k < parts; ++k) {
+    __atomic_store_n(&P.home[k].next, n * k / parts, __ATOMIC_RELAXED);
+    P.home[k].end = n * (k + 1) / parts;
+  }
   __atomic_store_n(&P.state, OPEN, __ATOMIC_RELEASE);
   __atomic_fetch_add(&P.gen, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&P.sleepers, __ATOMIC_SEQ_CST) > 0) {
     syscall(SYS_futex, &P.gen, FUTEX_WAKE_PRIVATE, P.workers, NULL, NULL, 0);
   }
-  run_chunks();
+  run_chunks(0);
   __atomic_fetch_and(&P.state, ~OPEN, __ATOMIC_ACQ_REL);
   for (unsigned i = 0; __atomic_load_n(&P.state, __ATOMIC_ACQUIRE) != 0; ++i) {
     if (i < 256) {

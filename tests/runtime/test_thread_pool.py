@@ -52,6 +52,15 @@ def test_every_iteration_runs_once(n):
         assert (covered == 1).all()
 
 
+@pytest.mark.parametrize("n", [2, 11, 64, 1000])
+def test_chunks_stay_inside_each_threads_share(n):
+    threads = thread_pool.pool_threads()
+    bounds = {n * k // threads for k in range(threads + 1)}
+    for _ in range(20):
+        for begin, end, _ in _run(n):
+            assert not any(begin < b < end for b in bounds), (begin, end, sorted(bounds))
+
+
 def test_below_the_grain_the_caller_runs_it_in_one_piece():
     assert _run(10, grain=11) == [(0, 10, threading.get_ident())]
     assert _run(0) == []
