@@ -1,7 +1,8 @@
 """Whole models: kiln (compiled mode) against onnxruntime and torch eager, in one run.
 
     python benchmarks/bench_models.py [--models mlp-b1,mlp-b64,cnn,resnet18,encoder,decoder]
-                                      [--threads 1,2] [--repeat 20] [--rounds 2]
+                                      [--threads 1,2] [--repeat 20] [--min-seconds 0.3]
+                                      [--rounds 2]
                                       [--markdown benchmarks/README.md] [--profile resnet18]
 
 Models (`model_zoo.py`): an MLP at batch 1 and 64, a small CNN, ResNet-18 at 224x224, a
@@ -19,7 +20,9 @@ Steps, each in processes of its own:
 - **time**: one worker process per (library, thread count), started with every thread-count
   variable set (`bench_ops.thread_env`; ``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE`` unset in the
   onnxruntime and torch workers only), times every model with `kiln.cli.bench_worker.time_calls`
-  (the timing loop of ``kiln bench``): 3 warm-up calls, then ``--repeat`` timed calls. The
+  (the timing loop of ``kiln bench``): 3 warm-up calls, then ``--repeat`` timed calls, and more
+  until they add up to ``--min-seconds`` (20 calls of a 0.2 ms model span 4 ms, one noisy moment
+  of a shared machine; 0.3 s spans many). The
   parent runs ``--rounds`` rounds of all workers, so a change in machine load hits every library
   alike, and reports the median of all timed calls.
 - **check**: each worker saves its outputs; kiln's and torch's must match onnxruntime's
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -90,7 +94,9 @@ def _torch_call(work: Path, name: str, feed: dict[str, np.ndarray], threads: int
     return call
 
 
-def time_worker(lib: str, threads: int, models: list[str], work: Path, repeat: int) -> None:
+def time_worker(
+    lib: str, threads: int, models: list[str], work: Path, repeat: int, min_seconds: float
+) -> None:
     """Time ``lib`` on every model: one JSON line per model; outputs saved beside the inputs."""
     from kiln.cli.bench_worker import RUNTIMES, time_calls
 
@@ -104,6 +110,9 @@ def time_worker(lib: str, threads: int, models: list[str], work: Path, repeat: i
             call = RUNTIMES[lib](str(path), feed, threads)
         np.savez(work / f"out-{lib}-{threads}-{name}.npz", *_outputs(call()))
         samples = time_calls(call, repeat)
+        short = min_seconds - sum(samples)
+        if short > 0:
+            samples += time_calls(call, math.ceil(short / statistics.median(samples)), warmup=0)
         print(json.dumps({"model": name, "lib": lib, "threads": threads, "samples": samples}))
 
 
@@ -184,6 +193,7 @@ def collect(args: argparse.Namespace, models: list[str], work: Path) -> dict[tup
             for lib in LIBS:
                 cmd = _self("--worker", lib, "--threads", str(n), "--models", ",".join(models))
                 cmd += ["--work", str(work), "--repeat", str(args.repeat)]
+                cmd += ["--min-seconds", str(args.min_seconds)]
                 for row in _run(cmd, worker_env(lib, n), f"the {lib} worker ({n} threads)"):
                     samples.setdefault((row["model"], lib, n), []).extend(row["samples"])
     return samples
@@ -260,6 +270,8 @@ def main() -> None:
     p.add_argument("--models", default=",".join(ALL_MODELS), help=",".join(ALL_MODELS))
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     p.add_argument("--repeat", type=int, default=20, help="timed calls per worker and model")
+    p.add_argument("--min-seconds", type=float, default=0.3,
+                   help="time each model at least this long per worker and round")  # fmt: skip
     p.add_argument("--rounds", type=int, default=2, help="rounds of all workers")
     p.add_argument("--markdown", type=Path, help="write the table into this markdown file")
     p.add_argument("--profile", metavar="MODEL", help="also print kiln's profile of MODEL")
@@ -273,7 +285,9 @@ def main() -> None:
     if unknown or (args.profile and args.profile not in models):
         raise SystemExit(f"unknown model(s) {unknown or [args.profile]}; have {ALL_MODELS}")
     if args.worker:
-        return time_worker(args.worker, int(args.threads), models, args.work, args.repeat)
+        return time_worker(
+            args.worker, int(args.threads), models, args.work, args.repeat, args.min_seconds
+        )
     if args.compile:
         return compile_worker(args.compile, args.work)
     if args.profile_worker:
