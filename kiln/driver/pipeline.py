@@ -147,6 +147,7 @@ def default_relax_pipeline(
         relax_transform.AlterOpLayout(target),
         relax_transform.FoldConstant(build=host_kernel),
         # ---- operators to kernels --------------------------------------------------------
+        relax_transform.FuseAttention(target),
         relax_transform.FuseOps(),
         relax_transform.LowerTE(module_name, target),
         relax_transform.LegalizeOps(),

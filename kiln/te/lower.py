@@ -113,10 +113,10 @@ def _check_attach(state: LowerState, stage: Stage) -> None:
             f"compute_at: {stage.name!r} is computed at stage {host.name!r}, which is inlined"
         )
     readers = state.readers[stage]
-    if host not in readers:
-        raise IRValueError(f"compute_at: stage {host.name!r} no longer reads {stage.name!r}")
     axis = stage.attach_ivar
     others = [r.name for r in readers if r is not host and not nested_inside(r, host, axis)]
+    if host not in readers and (others or not readers):
+        raise IRValueError(f"compute_at: stage {host.name!r} no longer reads {stage.name!r}")
     if others:
         raise IRValueError(
             f"compute_at: {stage.name!r} is computed inside {host.name!r} but also read by {others}"

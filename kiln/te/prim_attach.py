@@ -49,15 +49,17 @@ def nested_inside(reader: Stage, host: Stage, axis: Any) -> bool:
 
 
 def check_readers(stage: Stage, host: Stage, axis: Any, prim: str) -> None:
-    """Raise unless ``host`` reads ``stage`` and every other reader (after inlining) runs inside
-    ``host``'s loop ``axis``."""
+    """Raise unless every reader of ``stage`` (after inlining) is ``host`` or runs inside
+    ``host``'s loop ``axis``, and one does. NOTE: a host that does not read the stage itself
+    places it where several readers share it (attention's exponentials, read by the row sums
+    and by the product with the values, each attached below the block loop)."""
     readers = stage.schedule.effective_readers(stage)
-    if host not in readers:
+    others = [r.name for r in readers if r is not host and not nested_inside(r, host, axis)]
+    if host not in readers and (others or not readers):
         raise IRValueError(
             f"{prim}: stage {host.name!r} does not read {stage.name!r}; compute_at needs a "
-            "consumer of the stage"
+            "consumer of the stage, or a stage inside whose loop every reader runs"
         )
-    others = [r.name for r in readers if r is not host and not nested_inside(r, host, axis)]
     if others:
         raise IRValueError(
             f"{prim}: {stage.name!r} is also read by {others}; computing it inside "

@@ -106,21 +106,24 @@ def test_the_relax_pipeline_is_one_visible_list() -> None:
     assert names == [
         "relax-normalize",
         *WEIGHTS,
+        "fuse-attention",
         "fuse-ops",
         "lower-te",
         "legalize-ops",
         *VM_LOWERING,
     ]
-    lower_te = passes[5]
+    lower_te = passes[6]
     assert (lower_te.module_name, str(lower_te.target)) == ("default", "c")
     assert str(passes[2].target) == "c" and passes[1].build is not None
+    assert str(passes[4].target) == "c"
     with_dnnl = default_relax_pipeline(Target("c"), external_codegens=["dnnl"])
-    assert [p.name for p in with_dnnl][:6] == [
+    assert [p.name for p in with_dnnl][:7] == [
         "relax-normalize",
         "fold-constant",
         "partition-for-compiler",
         "alter-op-layout",
         "fold-constant",
+        "fuse-attention",
         "fuse-ops",
     ]
     assert with_dnnl[2].compiler == "dnnl"

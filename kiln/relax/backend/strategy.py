@@ -67,7 +67,13 @@ def _matmul_packed(call: Call, args: list[Any], epilogue: bool, target: Target) 
     return topi.x86.matmul_packed(x, panels, call.attrs["units"], target=target)
 
 
+def _attention(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
+    bias = args[3] if len(args) == 4 else None
+    return topi.x86.attention(*args[:3], bias, call.attrs["scale"], target=target)
+
+
 CPU_COMPUTES: dict[str, CpuCompute] = {
+    "relax.nn.attention": _attention,
     "relax.nn.conv2d": _conv2d,
     "relax.matmul": _matmul,
     "relax.matmul_packed": _matmul_packed,

@@ -7,6 +7,7 @@ from kiln.relax.transform.call_tir_rewrite import CallTIRRewrite
 from kiln.relax.transform.canonicalize_bindings import CanonicalizeBindings
 from kiln.relax.transform.dead_code_elimination import DeadCodeElimination
 from kiln.relax.transform.fold_constant import FoldConstant
+from kiln.relax.transform.fuse_attention import FuseAttention
 from kiln.relax.transform.fuse_ops import FuseOps
 from kiln.relax.transform.lambda_lift import LambdaLift
 from kiln.relax.transform.legalize_ops import LegalizeOps
@@ -27,6 +28,7 @@ __all__ = [
     "ChainPattern",
     "DeadCodeElimination",
     "FoldConstant",
+    "FuseAttention",
     "FuseOps",
     "LambdaLift",
     "LegalizeOps",

@@ -1,5 +1,7 @@
-"""Neural-network operators: matrix products, convolution, softmax, normalization and pooling."""
+"""Neural-network operators: attention, matrix products, convolution, softmax, normalization
+and pooling."""
 
+from kiln.topi.nn.attention import attention
 from kiln.topi.nn.conv2d import conv2d_nchw
 from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc
 from kiln.topi.nn.dense import batch_matmul, dense, matmul
@@ -9,6 +11,7 @@ from kiln.topi.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from kiln.topi.nn.softmax import log_softmax, softmax
 
 __all__ = [
+    "attention",
     "avg_pool2d",
     "batch_matmul",
     "batch_norm",

@@ -288,6 +288,23 @@ NN = [
     ),  # fmt: skip
     Case("relax.nn.softmax", R.nn.softmax, [f32(3, 5)], np_softmax, rtol=1e-5),
     Case(
+        "relax.nn.attention",
+        lambda q, k, v, b: R.nn.attention(q, k, v, b),
+        [f32(2, 5, 4), f32(2, 7, 4), f32(2, 7, 3), f32(1, 5, 7)],
+        lambda q, k, v, b: np_softmax(q @ k.transpose(0, 2, 1) / 2.0 + b) @ v,
+        sym=[[1], [], [], []],
+        rtol=1e-5,
+        atol=1e-6,
+    ),  # fmt: skip
+    Case(
+        "relax.nn.attention",
+        lambda q, k, v: R.nn.attention(q, k, v, scale=0.3),
+        [f32(3, 4), f32(6, 4), f32(6, 2)],
+        lambda q, k, v: np_softmax(q @ k.T * 0.3) @ v,
+        rtol=1e-5,
+        atol=1e-6,
+    ),  # fmt: skip
+    Case(
         "relax.nn.log_softmax",
         lambda x: R.nn.log_softmax(x, axis=0),
         [f32(3, 5)],

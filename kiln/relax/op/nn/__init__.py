@@ -10,11 +10,13 @@ from kiln.relax.op.nn.activation import (
     silu,
     softmax,
 )
+from kiln.relax.op.nn.attention import attention
 from kiln.relax.op.nn.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d
 from kiln.relax.op.nn.norm import batch_norm, layer_norm
 
 __all__ = [
     "adaptive_avg_pool2d",
+    "attention",
     "avg_pool2d",
     "batch_norm",
     "conv2d",

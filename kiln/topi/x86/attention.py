@@ -1,0 +1,174 @@
+"""Attention for the CPU, a block of query rows at a time: ``softmax(q @ k^T * scale + bias) @ v``.
+
+The computes (`attention`) and their schedule (`schedule_attention`) make one kernel in which
+no more than one block of scores exists at a time:
+
+1. ``<name>_kt`` copies the key transposed, ``[..., D, T]`` (at the root, once per call), so
+   the score product reads ``cols`` consecutive keys per step.
+2. per block of ``rows`` query rows (the blocks run in parallel), and per batch element:
+   - ``<name>_qk`` accumulates a ``rows x cols`` tile of ``q @ k^T`` in registers (the
+     register-blocked loop of `kiln.topi.x86.dense`); ``<name>_score`` writes it scaled and
+     biased into the block's ``rows x T`` scores;
+   - the row maxima, ``exp(score - max)`` over the block (in place of the scores' next use)
+     and the row sums, as `kiln.topi.generic.nn` computes softmax, one row in L1;
+   - ``<name>_pv`` accumulates a ``rows x cols`` tile of ``exp @ v`` in registers, and the
+     output divides it by the row sums.
+
+The normalization is applied to the ``rows x E`` product instead of the ``rows x T``
+probabilities (one division per output instead of per score). A row whose every score is
+``-inf`` (a fully masked row) weighs every value equally, as `kiln.topi.nn.softmax` does (the
+row maximum starts at the lowest float, not at ``-inf``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kiln import te
+from kiln.te import Schedule, Tensor
+from kiln.tir.expr import Max
+from kiln.topi import tag
+from kiln.topi.generic.common import ScheduleContext, register_schedule
+from kiln.topi.generic.nn import SOFTMAX_ACC_FACTOR, reduce_in_row
+from kiln.topi.math import EXP_LO, exp_nonpositive
+from kiln.topi.nn.attention import check_attention, read_bias
+from kiln.topi.tag import Pattern, attrs_for
+from kiln.topi.utils import const_int, fconst
+from kiln.topi.x86 import common
+from kiln.topi.x86.cpu import cpu_target, lanes
+
+ATTENTION = "x86_attention"
+"""Tag of the output stage; its attrs hold the other stages (``parts``) and the block size."""
+
+
+def _part(shape: Any, fn: Any, name: str) -> Tensor:
+    """A stage the schedule places itself (never inlined)."""
+    return te.compute(shape, fn, name=name, attrs=attrs_for(ATTENTION, Pattern.OPAQUE))
+
+
+ROWS = 8
+"""Query rows per block (at most; the largest count up to this that divides the rows)."""
+
+ACCUMULATORS = 24
+"""Vector registers a register tile may hold (of 32 with AVX-512; GCC spills beyond)."""
+
+
+def _row_block(n: int, most: int) -> int:
+    """The largest block of at most ``most`` rows that divides ``n`` (1 at worst)."""
+    return next(r for r in range(min(most, n), 0, -1) if n % r == 0)
+
+
+def _cols(n: int, rows: int, lanes: int) -> int:
+    """Columns of a ``rows``-row register tile over ``n`` columns: whole vectors, at most
+    `ACCUMULATORS` in the tile, dividing ``n`` where a count of vectors does."""
+    most = max(1, ACCUMULATORS // rows)
+    fits = [v for v in range(most, 0, -1) if n % (v * lanes) == 0]
+    return (fits[0] if fits else most) * lanes
+
+
+def attention(
+    q: Any, k: Any, v: Any, bias: Any = None, scale: float | None = None,
+    name: str = "attention", target: Any = None,
+) -> Tensor | None:  # fmt: skip
+    """The CPU stages of attention (module docstring) for constant shapes, else None."""
+    q, k, v, bias, scale = check_attention(q, k, v, bias, scale)
+    dims = [const_int(d) for t in (q, k, v) for d in t.shape]
+    if any(d is None for d in dims):
+        return None
+    *batch, s, d = (const_int(x) for x in q.shape)
+    t, e = const_int(k.shape[-2]), const_int(v.shape[-1])
+    assert s is not None and d is not None and t is not None and e is not None
+    nb, dt = len(batch), q.dtype
+    tgt = cpu_target(target)
+    rows = _row_block(s, ROWS)
+    qk_cols, pv_cols = (_cols(n, rows, lanes(tgt, dt)) for n in (t, e))
+    kt = _part((*batch, d, t), lambda *i: k[(*i[:nb], i[nb + 1], i[nb])], f"{name}_kt")
+    rd = te.reduce_axis(d, name="d")
+    qk = te.compute(
+        (*batch, s, t),
+        lambda *i: te.sum(q[(*i[:nb], i[nb], rd)] * kt[(*i[:nb], rd, i[nb + 1])], axis=rd),
+        name=f"{name}_qk",
+        attrs=attrs_for(ATTENTION, Pattern.OPAQUE),
+    )
+
+    def score_of(*i: Any) -> Any:
+        value = qk[i] * fconst(scale, dt)
+        return value if bias is None else value + read_bias(bias, i)
+
+    score = _part((*batch, s, t), score_of, f"{name}_score")
+    rj = te.reduce_axis(t, name="j")
+    mx = te.compute(
+        (*batch, s), lambda *i: te.max(score[(*i, rj)], axis=rj), name=f"{name}_max",
+        attrs=attrs_for(tag.COMM_REDUCE, reduce_dims=(nb + 1,), reduce_ndim=nb + 2),
+    )  # fmt: skip
+
+    def exp_of(*i: Any) -> Any:
+        x, m = score[i], mx[i[:-1]]
+        return exp_nonpositive(Max(x, m + fconst(EXP_LO, dt)) - m)
+
+    ex = _part((*batch, s, t), exp_of, f"{name}_exp")
+    rs = te.reduce_axis(t, name="j")
+    total = te.compute(
+        (*batch, s), lambda *i: te.sum(ex[(*i, rs)], axis=rs), name=f"{name}_sum",
+        attrs=attrs_for(tag.COMM_REDUCE, reduce_dims=(nb + 1,), reduce_ndim=nb + 2),
+    )  # fmt: skip
+    rp = te.reduce_axis(t, name="j")
+    pv = te.compute(
+        (*batch, s, e),
+        lambda *i: te.sum(ex[(*i[:-1], rp)] * v[(*i[:nb], rp, i[-1])], axis=rp),
+        name=f"{name}_pv",
+        attrs=attrs_for(ATTENTION, Pattern.OPAQUE),
+    )
+    parts = {"kt": kt, "qk": qk, "score": score, "max": mx, "exp": ex, "sum": total, "pv": pv}
+    attrs = attrs_for(
+        ATTENTION, Pattern.OPAQUE, parts=parts, rows=rows, qk_cols=qk_cols, pv_cols=pv_cols,
+    )  # fmt: skip
+    return te.compute(
+        (*batch, s, e), lambda *i: pv[i] / total[i[:-1]], name=name, tag=ATTENTION, attrs=attrs
+    )
+
+
+def _tile_product(sch: Schedule, acc: Tensor, host: Any, at: Any) -> None:
+    """Compute the product ``acc`` one register tile at a time at ``host``'s loop ``at``:
+    reduction outermost, rows unrolled, columns as vectors."""
+    st = sch[acc]
+    st.compute_at(host, at)
+    *_, ci, cj = st.op.axis
+    st.reorder(st.op.reduce_axis[0], ci, cj)
+    st.unroll(ci)
+    common.vectorize(st, cj)
+
+
+@register_schedule(ATTENTION)
+def schedule_attention(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
+    """One parallel loop over blocks of query rows (module docstring)."""
+    op = sch[out].op
+    p, rows = op.attrs["parts"], op.attrs["rows"]
+    lanes, acc_lanes = ctx.lanes(out.dtype), ctx.accumulator_lanes(out.dtype)
+    o = sch[out]
+    *batch, i, j = o.op.axis
+    io, ii = o.split(i, factor=rows)
+    jo, ji = o.split(j, factor=op.attrs["pv_cols"])
+    o.reorder(io, *batch, jo, ii, ji)
+    if common.worth_parallel(common.work_of(sch[p["qk"]].op) * 2):
+        o.parallel(io)
+    o.unroll(ii)
+    common.vectorize(o, ji)
+    block = batch[-1] if batch else io
+    _tile_product(sch, p["pv"], o, jo)
+    reduce_in_row(sch, p["sum"], o, block, SOFTMAX_ACC_FACTOR * acc_lanes)
+    # NOTE: the output reads neither; the block loop holds every reader (the sums, the product)
+    ex = sch[p["exp"]]
+    ex.compute_at(o, block)
+    _, inner = ex.split(ex.op.axis[-1], factor=lanes)
+    ex.vectorize(inner)
+    reduce_in_row(sch, p["max"], ex, ex.op.axis[-2], SOFTMAX_ACC_FACTOR * acc_lanes)
+    sc = sch[p["score"]]
+    sc.compute_at(ex, ex.leaf_iter_vars[0])
+    *_, si, sj = sc.op.axis
+    sjo, sji = sc.split(sj, factor=op.attrs["qk_cols"])
+    sc.reorder(sjo, si, sji)
+    common.vectorize(sc, sji)
+    _tile_product(sch, p["qk"], sc, sjo)
+    common.schedule_pack(sch[p["kt"]], common.work_of(sch[p["qk"]].op))
+    ctx.done.update(sch[t] for t in (out, *p.values()))
