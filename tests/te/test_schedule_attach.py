@@ -246,3 +246,28 @@ def test_compute_at_rejects_a_second_reader_outside_the_loop():
     s[B].compute_at(s[C], C.op.axis[0])
     s[S].compute_root()  # checked again when lowering
     _err(lambda: _lower(s, [A, C]), "also read by ['S']")
+
+
+def test_compute_at_a_host_whose_loop_holds_every_reader():
+    """B is read by C and D, both computed inside E's row loop: B goes to that loop too, one
+    row at a time, though E itself does not read it."""
+    import numpy as np
+
+    import kiln
+
+    A = te.placeholder((8, 16), name="A")
+    B = te.compute((8, 16), lambda i, j: A[i, j] * tir.const(2.0), name="B")
+    C = te.compute((8, 16), lambda i, j: B[i, j] + tir.const(1.0), name="C")
+    D = te.compute((8, 16), lambda i, j: B[i, 15 - j] * tir.const(3.0), name="D")
+    E = te.compute((8, 16), lambda i, j: C[i, j] - D[i, j], name="E")
+    s = te.create_schedule(E)
+    _err(lambda: s[B].compute_at(s[E], E.op.axis[0]), "does not read 'B'")  # C, D at the root
+    s[C].compute_at(s[E], E.op.axis[0])
+    s[D].compute_at(s[E], E.op.axis[0])
+    s[B].compute_at(s[E], E.op.axis[0])
+    f = _lower(s, [A, E])
+    assert sorted(int(a.extents[-1].value) for a in _allocs(f)) == [16, 16, 16]
+    a = np.random.default_rng(0).standard_normal((8, 16)).astype("float32")
+    out = np.zeros((8, 16), "float32")
+    kiln.build(f)["main"](a, out)
+    np.testing.assert_allclose(out, (2 * a + 1) - 6 * a[:, ::-1], rtol=1e-6)
