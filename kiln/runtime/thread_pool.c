@@ -18,7 +18,11 @@
    every preemption (or on two within 50 ms) kept the worker asleep on the quiet machine, so each
    job paid a futex wake and the worker joined late (bench_ops, quiet, 1 -> 2 threads: softmax
    128x1024 35.7 -> 39.8 us, layer_norm 128x768 17.7 -> 21.5 us; never backing off: 38.8 ->
-   19.7 and 17.9 -> 11.1 us). A preemption while the worker runs on the CPU its last caller
+   19.7 and 17.9 -> 11.1 us). Four within 50 ms still backed off 1-3 times in each of six
+   quiet runs of 20000 layer_norm calls (about 0.3 s each), and half the calls then paid a
+   wake (median 11.0-15.9 us on 2 threads, 16.9 on 1); eight never did (8.7-11.4 us). Under
+   two busy loops the encoder on 2 threads measured the same with four or eight (3.1-3.2 ms
+   median, one run of eight 2.1). A preemption while the worker runs on the CPU its last caller
    started on is not counted: its own caller took the CPU (the scheduler then moves one of
    them), not other work; counting those kept a worker that started beside its caller asleep
    for whole runs (small CNN, 2 threads, runs of 3000 calls interleaved: 198-330 us counting
@@ -41,7 +45,7 @@ typedef void (*kiln_range_fn)(void* ctx, int64_t begin, int64_t end);
 #define OPEN (1u << 30)
 #define BACKOFF_NS 200000000   /* 0.2 s */
 #define BUSY_WINDOW_NS 50000000 /* BUSY_PREEMPTIONS preemptions within this: a busy machine */
-#define BUSY_PREEMPTIONS 4
+#define BUSY_PREEMPTIONS 8
 
 /* One thread's share of a job: [next, end), claimed a chunk at a time by its owner and, once
    their own share is done, by the others. */
