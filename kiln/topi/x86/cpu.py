@@ -15,6 +15,11 @@ and rows ``k`` floats apart with ``k`` a power of two share one L1 set (8 ways).
 thread on a Zen 4 EPYC (AVX-512, peak 103 GFLOP/s), best of 30, matmul 512^3 / 1024^3 / conv2d
 1x64x56x56 3x3: 12 x 2 vectors 100 / 94 / 78 GFLOP/s, 14 x 2 101 / 81 / 77, 8 x 3 85 / 91 / 77,
 6 x 4 104 / 103 / 81.
+A matrix whose rows a `TILE_ROWS`-row tile would pad more than a tile one row shorter takes that
+(64 rows: 13 tiles of 5, 65 rows computed, rather than 11 of 6, 66). Measured 1 thread (FMA peak
+115.4 GFLOP/s by ``fma_peak.sh`` that day), bench_ops matmul 64x256x512 / 512^3 / 1024^3: 6
+rows 101.5-103.2 / 106.9-107.7 / 107.3-107.4 GFLOP/s, 5 rows 103.9-104.5 / 107.8-108.9 /
+107.6-108.8; 4 rows (no padding at all) 85.6-86.9 / 89.2-89.6 / 87.8-88.7.
 """
 
 from __future__ import annotations
@@ -62,7 +67,8 @@ def tile_vectors(target: Target, rows: int = TILE_ROWS) -> int:
 def matmul_tile(n: int, m: int, dtype: DataType, target: Target) -> Tile:
     """The register tile for an ``n x m`` output on ``target``.
 
-    Normally `TILE_ROWS` rows of `tile_vectors` vectors. With fewer rows than that, the tile
+    Normally `TILE_ROWS` rows (or one fewer, where that pads fewer rows) of `tile_vectors`
+    vectors. With fewer rows than that, the tile
     gets wider instead (up to as many accumulators as a full tile), so a short matrix still has
     enough independent FMAs to hide their latency; with a narrow ``m``, narrower (one vector:
     as many rows as the registers allow). A short matrix's width is a divisor of ``m``'s vectors
@@ -76,6 +82,8 @@ def matmul_tile(n: int, m: int, dtype: DataType, target: Target) -> Tile:
         vectors = min(full, need)
         if vectors == 1:
             rows = regs - 4
+        else:
+            rows = min((rows, rows - 1), key=lambda r: round_up(n, r))
         return Tile(rows, vectors * width, width)
     vectors = _even_width(need, max(1, min(need, rows * full // n, (regs - 1) // (n + 1))))
     return Tile(max(1, n), vectors * width, width)
