@@ -14,10 +14,11 @@ import pytest
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
 from kiln.ir import Target
+from kiln.ir.dtype import DataType
 from kiln.ir.visitor import pre_order_nodes
 from kiln.tir.attrs import PARALLEL_GRAIN
 from kiln.topi import x86
-from kiln.topi.x86.cpu import TILE_ROWS, tile_vectors
+from kiln.topi.x86.cpu import TILE_ROWS, matmul_tile, tile_vectors
 from kiln.topi.x86.dense import ACC_TAG
 from tests.topi.conftest import (
     VECTOR_REG,
@@ -298,3 +299,13 @@ def test_explicit_vector_code_chunks_masks_and_fallback(rng: np.random.Generator
     src = mod.inspect_source()
     assert "if (kiln_m" in src  # the masked store of c's ragged last chunk
     assert "#pragma omp simd" in src  # e falls back: both sides of its choice are loads
+
+
+@pytest.mark.parametrize(
+    ("n", "rows"), [(48, 6), (64, 5), (66, 6), (65, 5), (7, 5), (12, 6), (128, 5)]
+)
+def test_a_tile_one_row_shorter_where_it_pads_fewer_rows(n: int, rows: int) -> None:
+    for tgt in (Target(AVX2), Target("c -mcpu=skylake-avx512")):
+        tile = matmul_tile(n, 512, DataType.parse("float32"), tgt)
+        assert tile.rows == rows and tile.vectors == tile_vectors(tgt)
+        assert -(-n // tile.rows) * tile.rows <= -(-n // TILE_ROWS) * TILE_ROWS
