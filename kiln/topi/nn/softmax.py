@@ -39,8 +39,9 @@ def _with(idx: tuple[PrimExpr, ...], ax: int, k: Any) -> tuple[PrimExpr, ...]:
     return idx[:ax] + (k,) + idx[ax:]
 
 
-def _shifted_exp(x: Tensor, m: Tensor, ax: int, name: str) -> Tensor:
-    """``exp(x - m)`` broadcast along ``ax``."""
+def shifted_exp(x: Tensor, m: Tensor, ax: int, name: str) -> Tensor:
+    """``exp(x - m)`` with the row values ``m`` broadcast along ``ax`` (see the module
+    docstring for float32's clamp)."""
 
     def f(*i: PrimExpr) -> PrimExpr:
         v, mv = x[i], m[_without(i, ax)]
@@ -51,7 +52,8 @@ def _shifted_exp(x: Tensor, m: Tensor, ax: int, name: str) -> Tensor:
     return te.compute(x.shape, f, name=name, tag=tag.BROADCAST, attrs=tag.attrs_for(tag.BROADCAST))
 
 
-def _row_reduce(x: Tensor, ax: int, reducer: te.Reducer, name: str) -> Tensor:
+def row_reduce(x: Tensor, ax: int, reducer: te.Reducer, name: str) -> Tensor:
+    """``reducer`` of ``x`` along ``ax`` (that axis dropped), tagged a row reduction."""
     shape = _without(tuple(x.shape), ax)
     k = te.reduce_axis(x.shape[ax], name="k")
     attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=(ax,), reduce_ndim=x.ndim)
@@ -70,9 +72,9 @@ def _parts(op: str, x: Any, axis: int, name: str) -> tuple[Tensor, int, Tensor, 
     if x.ndim == 0:
         raise IRValueError(f"{op}: tensor {x.name!r} is a scalar; {op} needs at least one axis")
     ax = normalize_axis(op, x, axis)
-    m = _row_reduce(x, ax, te.max, f"{name}_max")
-    e = _shifted_exp(x, m, ax, f"{name}_exp")
-    s = _row_reduce(e, ax, te.sum, f"{name}_sum")
+    m = row_reduce(x, ax, te.max, f"{name}_max")
+    e = shifted_exp(x, m, ax, f"{name}_exp")
+    s = row_reduce(e, ax, te.sum, f"{name}_sum")
     return x, ax, m, e, s
 
 

@@ -26,12 +26,10 @@ from typing import Any
 
 from kiln import te
 from kiln.te import Schedule, Tensor
-from kiln.tir.expr import Max
-from kiln.topi import tag
 from kiln.topi.generic.common import ScheduleContext, register_schedule
 from kiln.topi.generic.nn import SOFTMAX_ACC_FACTOR, reduce_in_row
-from kiln.topi.math import EXP_LO, exp_nonpositive
 from kiln.topi.nn.attention import check_attention, read_bias
+from kiln.topi.nn.softmax import row_reduce, shifted_exp
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int, fconst
 from kiln.topi.x86 import common
@@ -66,22 +64,11 @@ def _cols(n: int, rows: int, lanes: int) -> int:
     return (fits[0] if fits else most) * lanes
 
 
-def attention(
-    q: Any, k: Any, v: Any, bias: Any = None, scale: float | None = None,
-    name: str = "attention", target: Any = None,
-) -> Tensor | None:  # fmt: skip
-    """The CPU stages of attention (module docstring) for constant shapes, else None."""
-    q, k, v, bias, scale = check_attention(q, k, v, bias, scale)
-    dims = [const_int(d) for t in (q, k, v) for d in t.shape]
-    if any(d is None for d in dims):
-        return None
-    *batch, s, d = (const_int(x) for x in q.shape)
-    t, e = const_int(k.shape[-2]), const_int(v.shape[-1])
-    assert s is not None and d is not None and t is not None and e is not None
-    nb, dt = len(batch), q.dtype
-    tgt = cpu_target(target)
-    rows = _row_block(s, ROWS)
-    qk_cols, pv_cols = (_cols(n, rows, lanes(tgt, dt)) for n in (t, e))
+def _scores(q: Tensor, k: Tensor, bias: Tensor | None, scale: float, name: str) -> dict[str, Any]:
+    """The transposed key, the register-tiled product and the scaled, biased scores."""
+    nb = q.ndim - 2
+    *batch, s, d = q.shape
+    t = k.shape[-2]
     kt = _part((*batch, d, t), lambda *i: k[(*i[:nb], i[nb + 1], i[nb])], f"{name}_kt")
     rd = te.reduce_axis(d, name="d")
     qk = te.compute(
@@ -92,39 +79,42 @@ def attention(
     )
 
     def score_of(*i: Any) -> Any:
-        value = qk[i] * fconst(scale, dt)
+        value = qk[i] * fconst(scale, q.dtype)
         return value if bias is None else value + read_bias(bias, i)
 
-    score = _part((*batch, s, t), score_of, f"{name}_score")
-    rj = te.reduce_axis(t, name="j")
-    mx = te.compute(
-        (*batch, s), lambda *i: te.max(score[(*i, rj)], axis=rj), name=f"{name}_max",
-        attrs=attrs_for(tag.COMM_REDUCE, reduce_dims=(nb + 1,), reduce_ndim=nb + 2),
-    )  # fmt: skip
+    return {"kt": kt, "qk": qk, "score": _part(qk.shape, score_of, f"{name}_score")}
 
-    def exp_of(*i: Any) -> Any:
-        x, m = score[i], mx[i[:-1]]
-        return exp_nonpositive(Max(x, m + fconst(EXP_LO, dt)) - m)
 
-    ex = _part((*batch, s, t), exp_of, f"{name}_exp")
-    rs = te.reduce_axis(t, name="j")
-    total = te.compute(
-        (*batch, s), lambda *i: te.sum(ex[(*i, rs)], axis=rs), name=f"{name}_sum",
-        attrs=attrs_for(tag.COMM_REDUCE, reduce_dims=(nb + 1,), reduce_ndim=nb + 2),
-    )  # fmt: skip
-    rp = te.reduce_axis(t, name="j")
+def attention(
+    q: Any, k: Any, v: Any, bias: Any = None, scale: float | None = None,
+    name: str = "attention", target: Any = None,
+) -> Tensor | None:  # fmt: skip
+    """The CPU stages of attention (module docstring) for constant shapes, else None."""
+    q, k, v, bias, scale = check_attention(q, k, v, bias, scale)
+    if any(const_int(d) is None for t in (q, k, v) for d in t.shape):
+        return None
+    parts = _scores(q, k, bias, scale, name)
+    row, score = q.ndim - 1, parts["score"]
+    mx = row_reduce(score, row, te.max, f"{name}_max")
+    ex = shifted_exp(score, mx, row, f"{name}_exp")
+    total = row_reduce(ex, row, te.sum, f"{name}_sum")
+    rp = te.reduce_axis(k.shape[-2], name="j")
+    nb = q.ndim - 2
     pv = te.compute(
-        (*batch, s, e),
+        (*q.shape[:-1], v.shape[-1]),
         lambda *i: te.sum(ex[(*i[:-1], rp)] * v[(*i[:nb], rp, i[-1])], axis=rp),
         name=f"{name}_pv",
         attrs=attrs_for(ATTENTION, Pattern.OPAQUE),
     )
-    parts = {"kt": kt, "qk": qk, "score": score, "max": mx, "exp": ex, "sum": total, "pv": pv}
+    parts.update(max=mx, exp=ex, sum=total, pv=pv)
+    rows = _row_block(const_int(q.shape[-2]) or 1, ROWS)
+    width = lanes(cpu_target(target), q.dtype)
+    qk_cols, pv_cols = (_cols(const_int(x) or 1, rows, width) for x in (k.shape[-2], v.shape[-1]))
     attrs = attrs_for(
         ATTENTION, Pattern.OPAQUE, parts=parts, rows=rows, qk_cols=qk_cols, pv_cols=pv_cols,
     )  # fmt: skip
     return te.compute(
-        (*batch, s, e), lambda *i: pv[i] / total[i[:-1]], name=name, tag=ATTENTION, attrs=attrs
+        pv.shape, lambda *i: pv[i] / total[i[:-1]], name=name, tag=ATTENTION, attrs=attrs
     )
 
 
@@ -159,6 +149,8 @@ def schedule_attention(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None
     reduce_in_row(sch, p["sum"], o, block, SOFTMAX_ACC_FACTOR * acc_lanes)
     # NOTE: the output reads neither; the block loop holds every reader (the sums, the product)
     ex = sch[p["exp"]]
+    if ex.is_inlined:  # an element-wise stage: `schedule_for` inlined it
+        ex.compute_root()
     ex.compute_at(o, block)
     _, inner = ex.split(ex.op.axis[-1], factor=lanes)
     ex.vectorize(inner)
