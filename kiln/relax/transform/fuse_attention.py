@@ -7,7 +7,8 @@ external or a ``Compiler`` function, a binding ``matmul(P, V)`` is rewritten whe
   terms -- ``add(X', b)`` (either order) or ``where(mask, -inf, X')`` --, then any number of
   scalings by a scalar constant -- ``multiply(X', c)``, ``multiply(c, X')``, ``divide(X', c)`` --,
   then ``S = matmul(Q, KT)``;
-- every value of that chain (``S`` to ``P``) is a dataflow variable used once, by the next;
+- every value of that chain (``S`` to ``P``) is a dataflow variable used once, by the next, and
+  has the scores' shape (a bias does not broadcast them to a larger one);
 - ``Q``, ``KT`` and ``V`` are float32 tensors of one constant rank (at least 2) and constant
   shapes ``[..., S, D]``, ``[..., D, T]``, ``[..., T, E]`` with the same leading dimensions.
 
@@ -148,6 +149,8 @@ class _Matcher:
                 x = c.args[at]
             else:
                 return None
+            if _static(c) is None or _static(c) != _static(x):
+                return None  # a bias that broadcasts the scores up, or a dtype change
         return None
 
     def key(self, kt: Expr, chain: set[int]) -> tuple[Expr, list[int]]:

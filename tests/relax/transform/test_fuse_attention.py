@@ -62,6 +62,10 @@ def scaled_bias(bb: Any, s: Any, keep: Any) -> Any:
     return bb.emit(O.multiply(s, relax.const(np.float32(0.5))))
 
 
+def wider_bias(bb: Any, s: Any, keep: Any) -> Any:
+    return bb.emit(O.add(s, relax.const(np.zeros((3, H, S, S), "float32"))))
+
+
 def ops(mod: IRModule) -> list[str]:
     main = mod["main"]
     assert isinstance(main, Function)
@@ -110,8 +114,9 @@ def test_chain_becomes_one_attention_and_one_kernel(scores) -> None:
         lambda: graph(scaled_bias),  # a scaling outside a bias
         lambda: graph(masked, softmax_axis=2),  # softmax over the query axis
         lambda: graph(masked, share=True),  # the probabilities are also returned
+        lambda: graph(wider_bias),  # a bias that broadcasts the scores to a larger shape
     ],
-    ids=["scale-outside-bias", "softmax-axis", "shared"],
+    ids=["scale-outside-bias", "softmax-axis", "shared", "wider-bias"],
 )
 def test_other_chains_are_left_alone(build) -> None:
     assert "relax.nn.attention" not in ops(FuseAttention(Target("c"))(build(), PassContext()))
