@@ -109,7 +109,7 @@ static void help(int self) {
   unsigned s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
   while (s & OPEN) {
     if (__atomic_compare_exchange_n(&P.state, &s, s + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      run_chunks(self < P.parts ? self : 0);
+      run_chunks(self);
       __atomic_fetch_sub(&P.state, 1, __ATOMIC_RELEASE);
       return;
     }

@@ -31,6 +31,12 @@ def const_int(e: Any) -> int | None:
     return as_const_int(e)
 
 
+def same_dim(a: Any, b: Any) -> bool:
+    """Whether two dimensions are known equal (both constant and equal, or the same expression)."""
+    ca, cb = const_int(a), const_int(b)
+    return ca == cb if ca is not None and cb is not None else a is b
+
+
 def const_shape(op: str, t: Tensor) -> tuple[int, ...]:
     """The shape of ``t`` as ints; raises when a dimension is symbolic."""
     dims = [const_int(d) for d in t.shape]

@@ -53,6 +53,15 @@ def simplify_dim(e: PrimExpr) -> PrimExpr:
     return _ANALYZER.simplify(e)
 
 
+def static_dims(e: Any) -> list[int] | None:
+    """``e``'s shape as ints when it is a tensor of constant shape and known dtype."""
+    sinfo = getattr(e, "struct_info_", None)
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None or sinfo.dtype.is_void:
+        return None
+    dims = [getattr(d, "value", None) for d in sinfo.dims]
+    return None if any(not isinstance(d, int) for d in dims) else dims  # type: ignore[misc]
+
+
 def dims_fit(a: PrimExpr, b: PrimExpr) -> Fit:
     """Whether two dimension expressions are provably equal / provably different."""
     if a is b:

@@ -48,6 +48,7 @@ from kiln.ir.target import Target
 from kiln.ir.transform import PassContext
 from kiln.relax import op as R
 from kiln.relax.analysis.primitive import is_lowerable
+from kiln.relax.analysis.struct_info import static_dims
 from kiln.relax.binding import Binding, BindingBlock, DataflowBlock, VarBinding
 from kiln.relax.expr import Call, Constant, DataflowVar, Expr, Function, Tuple, Var
 from kiln.relax.expr_functor import ExprMutator
@@ -70,15 +71,6 @@ def channel_block(channels: int, target: Target, dtype: DataType) -> int:
     while block > 1 and channels % block:
         block //= 2
     return block
-
-
-def static_dims(e: Any) -> list[int] | None:
-    """``e``'s shape as ints when it is a tensor of constant shape and known dtype."""
-    sinfo = getattr(e, "struct_info_", None)
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None or sinfo.dtype.is_void:
-        return None
-    dims = [getattr(d, "value", None) for d in sinfo.dims]
-    return None if any(not isinstance(d, int) for d in dims) else dims  # type: ignore[misc]
 
 
 def batch_dims(e: Any) -> list[Any] | None:

@@ -40,11 +40,11 @@ from kiln.ir.visitor import pre_order_nodes
 from kiln.relax import op as R
 from kiln.relax.analysis.free_vars import use_counts
 from kiln.relax.analysis.primitive import is_lowerable
+from kiln.relax.analysis.struct_info import static_dims
 from kiln.relax.binding import Binding, VarBinding
 from kiln.relax.expr import Call, Constant, DataflowVar, Expr, Function, const
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.function_pass import FunctionPass
-from kiln.relax.struct_info import TensorStructInfo
 
 SCALINGS = ("relax.multiply", "relax.divide")
 
@@ -75,11 +75,9 @@ def _scalar(e: Any) -> float | None:
 
 
 def _static(e: Any) -> list[int] | None:
-    s = e.struct_info_
-    if not isinstance(s, TensorStructInfo) or s.dims is None or str(s.dtype) != "float32":
-        return None
-    dims = [getattr(d, "value", None) for d in s.dims]
-    return None if any(not isinstance(d, int) for d in dims) else dims  # type: ignore[misc]
+    """The constant shape of a float32 tensor (the dtype the CPU kernel computes in)."""
+    dtype = getattr(e.struct_info_, "dtype", None)
+    return static_dims(e) if str(dtype) == "float32" else None
 
 
 class _Matcher:

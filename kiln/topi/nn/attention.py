@@ -19,12 +19,7 @@ from kiln import te
 from kiln.errors import IRValueError
 from kiln.te import Tensor
 from kiln.topi.nn.softmax import softmax
-from kiln.topi.utils import check_float, check_tensor, const_int, fconst, show_shape
-
-
-def _same(a: Any, b: Any) -> bool:
-    ca, cb = const_int(a), const_int(b)
-    return ca == cb if ca is not None and cb is not None else a is b
+from kiln.topi.utils import check_float, check_tensor, const_int, fconst, same_dim, show_shape
 
 
 def _check_bias(bias: Any, scores: tuple[Any, ...], dtype: Any) -> Tensor:
@@ -66,7 +61,7 @@ def check_attention(
         *(("batch dimensions", x, y) for x, y in zip(q.shape[:-2], k.shape[:-2])),
         *(("batch dimensions", x, y) for x, y in zip(q.shape[:-2], v.shape[:-2])),
     ):
-        if not _same(a, b):
+        if not same_dim(a, b):
             raise IRValueError(
                 f"attention: {what} differ: query {show_shape(q)}, key {show_shape(k)}, "
                 f"value {show_shape(v)}"

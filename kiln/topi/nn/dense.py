@@ -20,7 +20,7 @@ from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.expr import IntImm, PrimExpr, convert
 from kiln.topi.tag import Pattern, attrs_for
-from kiln.topi.utils import check_numeric, check_tensor, const_int, show_shape
+from kiln.topi.utils import check_numeric, check_tensor, const_int, same_dim, show_shape
 
 MATMUL = "matmul"
 DENSE = "dense"
@@ -40,13 +40,6 @@ class MatmulDims:
     k: PrimExpr
     a_batch: bool
     b_batch: bool
-
-
-def _same(a: PrimExpr, b: PrimExpr) -> bool:
-    ca, cb = const_int(a), const_int(b)
-    if ca is not None and cb is not None:
-        return ca == cb
-    return a is b
 
 
 def _is_one(d: PrimExpr) -> bool:
@@ -78,7 +71,7 @@ def matmul_dims(op: str, a: Any, b: Any, transpose_a: bool, transpose_b: bool) -
     *bb, b0, b1 = b.shape
     n, ka = (a1, a0) if transpose_a else (a0, a1)
     kb, m = (b1, b0) if transpose_b else (b0, b1)
-    if not _same(ka, kb):
+    if not same_dim(ka, kb):
         raise IRValueError(
             f"{op}: inner dimensions differ: {a.name!r} {show_shape(a)} has {_show(ka)} "
             f"{'rows' if transpose_a else 'columns'} but {b.name!r} {show_shape(b)} has "
@@ -86,7 +79,7 @@ def matmul_dims(op: str, a: Any, b: Any, transpose_a: bool, transpose_b: bool) -
         )
     batch: tuple[PrimExpr, ...] = ()
     if ab:
-        if not (_same(ab[0], bb[0]) or _is_one(ab[0]) or _is_one(bb[0])):
+        if not (same_dim(ab[0], bb[0]) or _is_one(ab[0]) or _is_one(bb[0])):
             raise IRValueError(
                 f"{op}: batch sizes differ: {a.name!r} {show_shape(a)} and {b.name!r} "
                 f"{show_shape(b)} (a batch of 1 broadcasts)"
@@ -152,7 +145,7 @@ def batch_matmul(
 def check_bias(op: str, bias: Any, m: PrimExpr, dtype: Any) -> Tensor:
     """``bias`` when it is a 1-D tensor of ``m`` elements of ``dtype``."""
     bias = check_tensor(op, bias, "bias")
-    if bias.ndim != 1 or not _same(bias.shape[0], m):
+    if bias.ndim != 1 or not same_dim(bias.shape[0], m):
         raise IRError(
             f"{op}: bias {bias.name!r} must have shape ({_show(m)},), got {show_shape(bias)}"
         )

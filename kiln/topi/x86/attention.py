@@ -27,7 +27,7 @@ from typing import Any
 from kiln import te
 from kiln.te import Schedule, Tensor
 from kiln.topi.generic.common import ScheduleContext, register_schedule
-from kiln.topi.generic.nn import SOFTMAX_ACC_FACTOR, reduce_in_row
+from kiln.topi.generic.nn import SOFTMAX_ACC_FACTOR, exp_in_row, reduce_in_row
 from kiln.topi.nn.attention import check_attention, read_bias
 from kiln.topi.nn.softmax import row_reduce, shifted_exp
 from kiln.topi.tag import Pattern, attrs_for
@@ -148,12 +148,7 @@ def schedule_attention(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None
     _tile_product(sch, p["pv"], o, jo)
     reduce_in_row(sch, p["sum"], o, block, SOFTMAX_ACC_FACTOR * acc_lanes)
     # NOTE: the output reads neither; the block loop holds every reader (the sums, the product)
-    ex = sch[p["exp"]]
-    if ex.is_inlined:  # an element-wise stage: `schedule_for` inlined it
-        ex.compute_root()
-    ex.compute_at(o, block)
-    _, inner = ex.split(ex.op.axis[-1], factor=lanes)
-    ex.vectorize(inner)
+    ex = exp_in_row(sch, p["exp"], o, block, lanes)
     reduce_in_row(sch, p["max"], ex, ex.op.axis[-2], SOFTMAX_ACC_FACTOR * acc_lanes)
     sc = sch[p["score"]]
     sc.compute_at(ex, ex.leaf_iter_vars[0])

@@ -15,6 +15,7 @@ from typing import Any
 
 from kiln import topi
 from kiln.ir.op import Op
+from kiln.relax.analysis.struct_info import Fit, dims_fit
 from kiln.relax.expr import Call, Expr
 from kiln.relax.op.common import (
     as_expr,
@@ -30,12 +31,11 @@ from kiln.relax.op.common import (
 )
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import StructInfo
-from kiln.tir.expr import IntImm
 from kiln.topi.tag import Pattern
 
 
 def _differ(a: Any, b: Any) -> bool:
-    return isinstance(a, IntImm) and isinstance(b, IntImm) and a.value != b.value
+    return dims_fit(a, b) is Fit.FAIL
 
 
 def _infer_attention(call: Call, ctx: Any) -> StructInfo:
