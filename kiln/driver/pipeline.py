@@ -143,6 +143,7 @@ def default_relax_pipeline(
         relax_transform.Normalize(),
         # ---- weights and layouts ---------------------------------------------------------
         relax_transform.FoldConstant(build=host_kernel),
+        relax_transform.SimplifyInference(),
         *(relax_transform.PartitionForCompiler(name) for name in external_codegens),
         relax_transform.AlterOpLayout(target),
         relax_transform.FoldConstant(build=host_kernel),

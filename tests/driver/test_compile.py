@@ -85,8 +85,9 @@ def test_compile_refuses_what_it_cannot_compile() -> None:
         kiln.compile(MLP, entry="forward")
 
 
-WEIGHTS = ["fold-constant", "alter-op-layout", "fold-constant"]
-"""Weights folded, layouts chosen for the target, the new weight layouts folded."""
+WEIGHTS = ["fold-constant", "simplify-inference", "alter-op-layout", "fold-constant"]
+"""Weights folded, inference-only operators simplified, layouts chosen for the target, the new
+weight layouts folded."""
 
 VM_LOWERING = [
     "lambda-lift",
@@ -112,21 +113,22 @@ def test_the_relax_pipeline_is_one_visible_list() -> None:
         "legalize-ops",
         *VM_LOWERING,
     ]
-    lower_te = passes[6]
+    lower_te = passes[7]
     assert (lower_te.module_name, str(lower_te.target)) == ("default", "c")
-    assert str(passes[2].target) == "c" and passes[1].build is not None
-    assert str(passes[4].target) == "c"
+    assert str(passes[3].target) == "c" and passes[1].build is not None
+    assert str(passes[5].target) == "c"
     with_dnnl = default_relax_pipeline(Target("c"), external_codegens=["dnnl"])
-    assert [p.name for p in with_dnnl][:7] == [
+    assert [p.name for p in with_dnnl][:8] == [
         "relax-normalize",
         "fold-constant",
+        "simplify-inference",
         "partition-for-compiler",
         "alter-op-layout",
         "fold-constant",
         "fuse-attention",
         "fuse-ops",
     ]
-    assert with_dnnl[2].compiler == "dnnl"
+    assert with_dnnl[3].compiler == "dnnl"
 
 
 def test_vm_form_prints_as_script_that_parses_back() -> None:

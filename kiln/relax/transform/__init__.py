@@ -14,6 +14,7 @@ from kiln.relax.transform.legalize_ops import LegalizeOps
 from kiln.relax.transform.lower_te import LowerTE
 from kiln.relax.transform.normalize import Normalize
 from kiln.relax.transform.partition_for_compiler import ChainPattern, PartitionForCompiler
+from kiln.relax.transform.simplify_inference import SimplifyInference
 from kiln.relax.transform.static_plan_block_memory import StaticPlanBlockMemory
 from kiln.relax.transform.to_non_dataflow import ToNonDataflow
 from kiln.relax.transform.vm_builtin_lower import VMBuiltinLower
@@ -35,6 +36,7 @@ __all__ = [
     "LowerTE",
     "Normalize",
     "PartitionForCompiler",
+    "SimplifyInference",
     "StaticPlanBlockMemory",
     "ToNonDataflow",
     "VMBuiltinLower",

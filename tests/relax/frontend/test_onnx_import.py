@@ -170,34 +170,3 @@ def test_a_shape_used_as_data_is_computed_at_run_time() -> None:
     for m in (3, 8):
         x_np = np.ones((2, m), "float32")
         np.testing.assert_allclose(compiled(x_np).numpy(), x_np / m)
-
-
-def test_batch_norm_with_constant_statistics_becomes_a_per_channel_affine() -> None:
-    """No batch_norm call is left to keep the data out of the convolutions' blocked layout; the
-    result matches onnxruntime's (and a BatchNormalization whose statistics are inputs still
-    imports as batch_norm)."""
-    ort = pytest.importorskip("onnxruntime")
-    rng = np.random.default_rng(5)
-    c = 6
-    stats = {
-        "scale": rng.uniform(0.5, 2, c), "bias": rng.standard_normal(c),
-        "mean": rng.standard_normal(c), "var": rng.uniform(0.2, 3, c),
-    }  # fmt: skip
-    inits = [
-        helper.make_tensor(k, TensorProto.FLOAT, [c], v.astype("float32")) for k, v in stats.items()
-    ]  # noqa: E501
-    node = helper.make_node("BatchNormalization", ["x", *stats], ["y"], epsilon=1e-3)
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", c, 5, 7])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    graph = helper.make_graph([node], "bn", [x], [y], initializer=inits)
-    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    data = data.SerializeToString()
-    text = str(from_onnx(data))
-    assert "batch_norm" not in text and "R.multiply" in text and "R.add" in text
-    a = rng.standard_normal((2, c, 5, 7)).astype("float32")
-    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": a})[0]
-    np.testing.assert_allclose(kiln.compile(data)(a).numpy(), ref, rtol=1e-5, atol=1e-5)
-    params = [helper.make_tensor_value_info(k, TensorProto.FLOAT, [c]) for k in stats]
-    graph = helper.make_graph([node], "bn", [x, *params], [y])
-    runtime = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    assert "batch_norm" in str(from_onnx(runtime.SerializeToString()))

@@ -152,26 +152,10 @@ def _global_pool(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 def _batch_norm(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     if node.attrs.get("training_mode", 0):
         raise FrontendError("BatchNormalization in training mode is not supported")
-    eps = node.attrs.get("epsilon", 1e-5)
-    if all(V.is_const(v) for v in ins[1:5]):
-        return _batch_norm_affine(ctx, ctx.tensor(ins, 0), ins[1:5], eps)
     x, scale, bias, mean, var = (ctx.tensor(ins, i) for i in range(5))
+    eps = node.attrs.get("epsilon", 1e-5)
     out = ctx.emit(R.nn.batch_norm(x, scale, bias, mean, var, 1, eps))
     return ctx.emit(out[0])
-
-
-def _batch_norm_affine(ctx: Ctx, x: Expr, params: list[Any], eps: float) -> Any:
-    """Inference batch norm with constant statistics as ``x * s + t`` per channel: element-wise
-    operators, which a convolution before it takes into its epilogue in any layout. NOTE: a
-    ``batch_norm`` call has no channel-blocked form, so the layouts pass converted the data to
-    NCHW and back around it (`make demo`'s CNN: 72 of 233 us in those conversions)."""
-    scale, bias, mean, var = (np.asarray(p, dtype="float64") for p in params)
-    s = scale / np.sqrt(var + eps)
-    shape = [1, -1] + [1] * (ndim(x) - 2)
-    kind = str(dtype(x))
-    mul = const(s.reshape(shape).astype(kind))
-    add = const((bias - mean * s).reshape(shape).astype(kind))
-    return ctx.emit(R.add(ctx.emit(R.multiply(x, mul)), add))
 
 
 def _normalize(ctx: Ctx, x: Expr, axes: list[int], eps: float) -> tuple[Expr, Expr, Expr]:
