@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,cuda,dnnl,onnx,torch]'
+	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
 setup: $(BIN)/.installed

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +97,7 @@ def test_a_library_of_another_format_version_is_refused(
     assert VirtualMachine(load_module(exe.export_library(tmp_path / "new.so")))["main"](3) == 3
 
 
-def test_a_45mb_weight_blob_compiles_in_seconds(tmp_path: Path) -> None:
+def test_a_45mb_weight_blob_exports_and_loads(tmp_path: Path) -> None:
     weights = np.random.default_rng(0).standard_normal(45 * 2**20 // 4, dtype="float32")
     exe = Executable(
         (
@@ -108,12 +107,8 @@ def test_a_45mb_weight_blob_compiles_in_seconds(tmp_path: Path) -> None:
         (vm_format.Call(0, 1, (vm_format.Arg.const(0),)), Ret(0)),
         (weights,),
     )
-    start = time.perf_counter()
-    path = exe.export_library(tmp_path / "big.so")
-    seconds = time.perf_counter() - start
-    size = path.stat().st_size / 2**20
-    print(f"export of a 45 MB constant: {seconds:.2f} s, library {size:.1f} MiB")
-    assert seconds < 60
+    path = exe.export_library(tmp_path / "big.so")  # benchmarks/bench_lowering.py times it
+    assert path.stat().st_size >= weights.nbytes
     out = VirtualMachine(load_module(path))["main"]()
     assert out.shape == weights.shape
     np.testing.assert_array_equal(np.asarray(out)[:: 2**16], weights[:: 2**16])

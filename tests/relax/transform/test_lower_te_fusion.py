@@ -1,21 +1,21 @@
 """FuseOps + LowerTE end to end: a conv2d block becomes one PrimFunc whose C writes the output in
-one loop nest, a small model matches numpy, and lowering a 200-op graph is fast."""
+one loop nest, a small model matches numpy, a 200-op graph lowers each distinct primitive once."""
 
 # ruff: noqa: F841 - names in R scripts are script variables, not Python locals
 
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
+import pytest
 
 from kiln import relax
 from kiln.codegen.build import generate_c
 from kiln.driver.build import lower as lower_tir
 from kiln.ir import GlobalVar, IRModule, Target
 from kiln.ir.visitor import pre_order_nodes
-from kiln.relax.transform import FuseOps, LowerTE
+from kiln.relax.transform import FuseOps, LowerTE, lower_te
 from kiln.script import ir as I
 from kiln.script import relax as R
 from kiln.tir import PrimFunc
@@ -128,17 +128,25 @@ def graph_200_ops() -> IRModule:
     return bb.get()
 
 
-def test_lowering_200_ops_with_40_distinct_primitives_is_fast() -> None:
-    mod = graph_200_ops()
-    start = time.perf_counter()
-    fused = FuseOps()(mod)
+def test_lowering_200_ops_lowers_each_of_40_distinct_primitives_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # NOTE: work counted, not time (benchmarks/bench_lowering.py times it): 50 fused functions,
+    # 40 of them distinct, must reach TE lowering 40 times.
+    lowered_names: list[str] = []
+    real = lower_te.lower_primitive
+
+    def counting(func, target, name, where):  # noqa: ANN001, ANN202 - same signature as real
+        lowered_names.append(name)
+        return real(func, target, name, where)
+
+    monkeypatch.setattr(lower_te, "lower_primitive", counting)
+    fused = FuseOps()(graph_200_ops())
     lowered = LowerTE("big")(fused)
-    seconds = time.perf_counter() - start
     prims = [f for _, f in lowered.items() if isinstance(f, PrimFunc)]
     assert sum(1 for _, f in fused.items() if f.get_attr("Primitive")) == 50
     assert len(prims) == 40
-    print(f"FuseOps + LowerTE of the 200-op graph: {seconds:.2f} s, {len(prims)} PrimFuncs")
-    assert seconds < 6.0  # the bar is 2 s; a shared machine may be 2-3x slower
+    assert len(lowered_names) == 40
 
 
 @I.ir_module
