@@ -1,7 +1,8 @@
 """`kiln.compile`'s cache of whole models: a model compiled before loads without compiling.
 
-The key (`model_key`) is a sha256 over the model's bytes (an ONNX file's content, ONNX bytes, or
-a serialized ``onnx.ModelProto``), the frontend options, target, exec mode, entry and external
+The key (`model_key`) is a sha256 over the model's bytes (an ONNX file's content and every byte
+of external data it reads, with each tensor's location, offset and length; ONNX bytes; or a
+serialized ``onnx.ModelProto``), the frontend options, target, exec mode, entry and external
 codegens, the C compiler's identity and flags (`model_flags`, and through
 `kiln.runtime.toolchain.cache_key` the compiler's version and, for ``-march=native``, the CPU),
 and `source_fingerprint`: a hash of every source file of the installed kiln, so a changed kiln
@@ -50,15 +51,29 @@ def source_fingerprint() -> str:
     return h.hexdigest()
 
 
-def _model_bytes(obj: Any) -> bytes | None:
-    """The bytes that define ``obj`` when it is an ONNX model, else None."""
+def _model_digest(obj: Any) -> str | None:
+    """sha256 over every byte that defines ``obj`` when it is an ONNX model, else None: an ONNX
+    file's bytes and those of its external data, read as the importer reads them (through
+    `kiln.relax.frontend.onnx.external_data`, which refuses a location outside the file's folder).
+    A model in memory has no external data the importer reads: its own bytes are all."""
     if isinstance(obj, (bytes, bytearray)):
-        return bytes(obj)
+        return hashlib.sha256(obj).hexdigest()
     if isinstance(obj, (str, os.PathLike)):
         path = Path(obj)
-        return path.read_bytes() if path.is_file() else None
+        if not path.is_file():
+            return None
+        data = path.read_bytes()
+        h = hashlib.sha256(data)
+        # NOTE: every external tensor names its file under the key "location": a model without
+        # those bytes has no external data, and is not parsed here (the importer parses it).
+        if b"location" in data:
+            from kiln.relax.frontend.onnx.external_data import hash_external_data
+            from kiln.relax.frontend.onnx.importer import parse_model
+
+            hash_external_data(parse_model(data, str(path)), path.parent, str(path), h)
+        return h.hexdigest()
     if type(obj).__name__ == "ModelProto" and type(obj).__module__.startswith("onnx"):
-        return obj.SerializeToString()
+        return hashlib.sha256(obj.SerializeToString()).hexdigest()
     return None
 
 
@@ -74,13 +89,13 @@ def model_key(
     not a kind the cache keys, or when ``KILN_DEBUG`` is set."""
     if config.load().debug > 0:  # NOTE: debugging asks to see the passes run: no cache
         return None
-    data = _model_bytes(obj)
-    if data is None:
+    digest = _model_digest(obj)
+    if digest is None:
         return None
     parts = [
         FORMAT,
         source_fingerprint(),
-        hashlib.sha256(data).hexdigest(),
+        digest,
         repr(sorted(options.items())),
         str(target),
         exec_mode,

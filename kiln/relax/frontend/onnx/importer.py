@@ -15,6 +15,8 @@ Invariants of the result:
   and become run-time computations only where a tensor is needed.
 - Every call a node becomes carries a `NodeSpan` naming it; its outputs are bound to variables
   named after the node's outputs.
+- A model file's external data is read from the file's folder, never the working directory, and
+  never from outside that folder (`external_data`); a model given in memory holds its data.
 - Every problem is a `FrontendError`: unsupported operators are collected over the whole graph
   and reported together, each with its node names.
 """
@@ -35,6 +37,7 @@ from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Expr, Tuple, Var
 from kiln.relax.frontend.common import ident, node_span
 from kiln.relax.frontend.onnx import values as V
+from kiln.relax.frontend.onnx.external_data import load_external_data
 from kiln.relax.frontend.onnx.ops import CONVERTERS, Ctx, Node
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import Var as TirVar
@@ -50,24 +53,34 @@ DOMAINS = ("", "ai.onnx")
 
 
 def load_model(model: Any) -> Any:
-    """An ``onnx.ModelProto`` from a path, bytes or a ModelProto (a `FrontendError` otherwise)."""
+    """An ``onnx.ModelProto`` from a path, bytes or a ModelProto (a `FrontendError` otherwise)
+    that holds all its data: a file's external data is read from the file's folder
+    (`external_data.load_external_data`, which refuses a location outside it); a model given in
+    memory must hold its data already."""
     import onnx
 
     if isinstance(model, onnx.ModelProto):
+        # NOTE: with no folder this only refuses external data; the caller's proto is unchanged.
+        load_external_data(model, None, model.graph.name or "<onnx model>")
         return model
     if isinstance(model, (bytes, bytearray)):
-        return _parse(bytes(model), "<bytes>")
+        proto = parse_model(bytes(model), "<bytes>")
+        load_external_data(proto, None, "<bytes>")
+        return proto
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if not path.is_file():
             raise FrontendError(f"no ONNX file {str(path)!r}")
-        return _parse(path.read_bytes(), str(path))
+        proto = parse_model(path.read_bytes(), str(path))
+        load_external_data(proto, path.parent, str(path))
+        return proto
     raise FrontendError(
         f"expected an ONNX model (a path, bytes or onnx.ModelProto), got {type(model).__name__}"
     )
 
 
-def _parse(data: bytes, where: str) -> Any:
+def parse_model(data: bytes, where: str) -> Any:
+    """The ``onnx.ModelProto`` in ``data``, as it is (external data not read)."""
     import onnx
     from google.protobuf.message import DecodeError
 
