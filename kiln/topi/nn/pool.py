@@ -6,7 +6,13 @@
 Output size per spatial axis (PyTorch's rule): ``(size + pad_lo + pad_hi - dilation * (k - 1)
 - 1) / stride + 1``, rounded down, or up with ``ceil_mode`` (a window that would start inside
 the high padding is dropped). ``padding`` is an int, a ``(pad_h, pad_w)`` pair (both sides), or
-``(top, left, bottom, right)``.
+``(top, left, bottom, right)``. A window's taps are ``start + t * dilation`` for ``t < k`` with
+``start = o * stride - pad_lo``.
+
+Every read is clipped to the input: a tap outside ``[0, size)`` (in the padding, or, with
+``ceil_mode``, past the padded input's end) is never loaded. The test is emitted on each axis
+whose windows can leave the input (`tap_in_input`), so an unpadded floor-mode pool has
+none.
 
 Every window must hold at least one input element (`check_pool_padding`): an output over
 padding alone would be the lowest float (maximum) or 0 / 0 = NaN (mean without the padding), so
@@ -15,8 +21,9 @@ such a geometry is an error. Each side's padding must be below the dilated windo
 dilation no window may straddle a small input without a tap inside it.
 
 max_pool2d ignores padded positions. avg_pool2d sums the window (padding counts as 0) and
-divides by the window size clipped to the padded input (``count_include_pad=True``, PyTorch's
-default) or by the number of real input elements in the window (``count_include_pad=False``).
+divides by the number of taps inside the padded input (``count_include_pad=True``, PyTorch's
+default; with ``ceil_mode`` the part of the last window past the padded input is not counted, as
+in PyTorch and onnxruntime) or inside the input itself (``count_include_pad=False``): `tap_count`.
 The window reduction is a ``COMM_REDUCE`` compute tagged ``"pool"``; the average's division is an
 element-wise epilogue.
 """
@@ -102,6 +109,47 @@ def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int, ceil_mode: bo
     return n
 
 
+def tap_in_input(
+    i: PrimExpr, size: Any, out: Any, k: int, s: int, lo: int, hi: int, d: int
+) -> PrimExpr | None:
+    """The test that tap index ``i`` lies in ``[0, size)``, with only the bounds some window of
+    the ``out`` windows along this axis can cross (low padding; high padding or a ``ceil_mode``
+    window past the end), or None where every tap is inside. Symbolic extents: the high bound
+    is tested when there is high padding (the floor rule keeps unpadded windows inside)."""
+    tests = []
+    if lo > 0:
+        tests.append(i >= convert(0, i.dtype))
+    size_c, out_c = const_int(size), const_int(out)
+    if size_c is None or out_c is None:
+        past_end = hi > 0
+    else:
+        past_end = (out_c - 1) * s + d * (k - 1) - lo >= size_c
+    if past_end:
+        tests.append(i < (convert(size, i.dtype) if isinstance(size, int) else size))
+    if not tests:
+        return None
+    return tests[0] if len(tests) == 1 else tests[0] & tests[1]
+
+
+def tap_count(
+    o: PrimExpr, s: int, lo: int, size: Any, hi: int, k: int, d: int, include_pad: bool
+) -> PrimExpr:
+    """The number of taps ``o * s - lo + t * d`` (``t < k``) of window ``o`` inside the padded
+    input ``[-lo, size + hi)`` (``include_pad``) or inside the input ``[0, size)``."""
+    it = o.dtype
+    start = o * s - convert(lo, it)
+    end = convert(size, it) + convert(hi, it) if include_pad else convert(size, it)
+    last = end - 1 - start  # the offset of the last element in range from the start
+    top = Min(last if d == 1 else last // d, convert(k - 1, it))
+    if include_pad:  # the first tap, at ``start >= -lo``, is always in range
+        return top + 1
+    first = Max(
+        convert(0, it) - start if d == 1 else (convert(0, it) - start + (d - 1)) // d,
+        convert(0, it),
+    )
+    return top - first + 1
+
+
 class _Window:
     """Geometry of a pooling call: input, kernel, strides, dilation, padding, output size."""
 
@@ -156,13 +204,21 @@ class _Window:
         self, n: Any, c: Any, oh: Any, ow: Any, kh: Any, kw: Any, fill: PrimExpr, *block: Any
     ) -> Any:
         """``x`` at the window position (``block``: the index in a channel block), or ``fill``
-        over the padding."""
+        outside the input (`tap_in_input`: only the bounds a window can cross are tested)."""
         h = oh * self.sh + kh * self.dh - self.pt
         w = ow * self.sw + kw * self.dw - self.pl
-        inside = (h >= 0) & (h < self.h) & (w >= 0) & (w < self.w)
         value = self.x[(n, c, h, w, *block)]
-        if not (self.pt or self.pb or self.pl or self.pr):
+        tests = [
+            t
+            for t in (
+                tap_in_input(h, self.h, self.oh, self.kh, self.sh, self.pt, self.pb, self.dh),
+                tap_in_input(w, self.w, self.ow, self.kw, self.sw, self.pl, self.pr, self.dw),
+            )
+            if t is not None
+        ]
+        if not tests:
             return value
+        inside = tests[0] if len(tests) == 1 else tests[0] & tests[1]
         return te.if_then_else(inside, value, fill)
 
 
@@ -206,24 +262,19 @@ def avg_pool2d(
     padding: Any = 0,
     ceil_mode: bool = False,
     count_include_pad: bool = True,
+    dilation: Any = 1,
     name: str = "T_avg_pool2d",
 ) -> Tensor:
     """The mean over each window (float tensors; see module docstring)."""
-    win = _Window("avg_pool2d", x, pool_size, strides, padding, 1, ceil_mode)
+    win = _Window("avg_pool2d", x, pool_size, strides, padding, dilation, ceil_mode)
     if not win.x.dtype.is_float:
         raise IRError(f"avg_pool2d: tensor {win.x.name!r} has dtype {win.x.dtype}; expected float")
     total = _window_reduce(win, te.sum, convert(0.0, win.x.dtype), f"{name}_sum")
-
-    def count(o: PrimExpr, s: int, p_lo: int, size: int, p_hi: int, k: int) -> PrimExpr:
-        start = o * s - p_lo
-        end = Min(start + k, convert(size + p_hi, o.dtype))
-        if count_include_pad:
-            return end - start
-        return Min(end, convert(size, o.dtype)) - Max(start, convert(0, o.dtype))
+    inc = count_include_pad
 
     def f(n: PrimExpr, c: PrimExpr, oh: PrimExpr, ow: PrimExpr, cb: Any = None) -> PrimExpr:
-        ch = count(oh, win.sh, win.pt, win.h, win.pb, win.kh)
-        cw = count(ow, win.sw, win.pl, win.w, win.pr, win.kw)
+        ch = tap_count(oh, win.sh, win.pt, win.h, win.pb, win.kh, win.dh, inc)
+        cw = tap_count(ow, win.sw, win.pl, win.w, win.pr, win.kw, win.dw, inc)
         block = () if cb is None else (cb,)
         return total[(n, c, oh, ow, *block)] / Cast(win.x.dtype, ch * cw)
 

@@ -18,10 +18,10 @@ from typing import Any
 from kiln import te
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
-from kiln.tir.expr import Cast, FloorDiv, IntImm, Max, Min, PrimExpr, convert
+from kiln.tir.expr import Cast, FloorDiv, IntImm, PrimExpr, convert
 from kiln.tir.op import min_value
 from kiln.topi import tag
-from kiln.topi.nn.pool import check_pool_padding
+from kiln.topi.nn.pool import check_pool_padding, tap_count, tap_in_input
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import check_tensor
 
@@ -83,20 +83,32 @@ def pool2d_any(
     count_include_pad: bool = True,
     name: str = "T_pool2d",
 ) -> Tensor:
-    """``"max"`` or ``"avg"`` pooling of NCHW ``x`` into ``out_shape``."""
+    """``"max"`` or ``"avg"`` pooling of NCHW ``x`` into ``out_shape`` (which `window_out`
+    computed: over symbolic extents, the floor rule). Reads are clipped to the input and the
+    average counts taps as `kiln.topi.nn.pool` does (`tap_in_input`, `tap_count`)."""
     x = check_tensor(f"{kind}_pool2d", x)
     out_hw = (out_shape[2], out_shape[3])
     check_pool_padding(f"{kind}_pool2d", x, pool_size, dilation, padding, strides, out_hw)
-    (kh, kw), (sh, sw), (dh, dw), (pt, pl) = pool_size, strides, dilation, padding[:2]
+    (kh, kw), (sh, sw), (dh, dw) = pool_size, strides, dilation
+    pt, pl, pb, pr = padding
     it = x.shape[0].dtype
     rh, rw = _axis(kh, it, "rh"), _axis(kw, it, "rw")
-    padded = any(padding)
 
     def read(n: Any, c: Any, oh: Any, ow: Any, fill: PrimExpr) -> PrimExpr:
         h = oh * sh + rh * dh - pt
         w = ow * sw + rw * dw - pl
         v = x[n, c, h, w]
-        return te.if_then_else(_inside(h, w, x), v, fill) if padded else v
+        tests = [
+            t
+            for t in (
+                tap_in_input(h, x.shape[2], out_hw[0], kh, sh, pt, pb, dh),
+                tap_in_input(w, x.shape[3], out_hw[1], kw, sw, pl, pr, dw),
+            )
+            if t is not None
+        ]
+        if not tests:
+            return v
+        return te.if_then_else(tests[0] if len(tests) == 1 else tests[0] & tests[1], v, fill)
 
     if kind == "max":
         low = min_value(x.dtype)
@@ -115,31 +127,11 @@ def pool2d_any(
         tag=tag.POOL,
         attrs=tag.attrs_for(tag.POOL),
     )
-    return _average(x, total, pool_size, strides, padding, count_include_pad, name)
-
-
-def _average(
-    x: Tensor,
-    total: Tensor,
-    pool_size: tuple[int, int],
-    strides: tuple[int, int],
-    padding: tuple[int, int, int, int],
-    count_include_pad: bool,
-    name: str,
-) -> Tensor:
-    """``total`` divided by the number of elements each window counts."""
-    (kh, kw), (sh, sw), (pt, pl, pb, pr) = pool_size, strides, padding
-
-    def count(o: PrimExpr, s: int, p_lo: int, size: PrimExpr, p_hi: int, k: int) -> PrimExpr:
-        start = o * s - p_lo
-        end = Min(start + k, size + p_hi)
-        if count_include_pad:
-            return end - start
-        return Min(end, size) - Max(start, convert(0, o.dtype))
 
     def favg(n: Any, c: Any, oh: Any, ow: Any) -> Any:
-        ch = count(oh, sh, pt, x.shape[2], pb, kh)
-        cw = count(ow, sw, pl, x.shape[3], pr, kw)
+        inc = count_include_pad
+        ch = tap_count(oh, sh, pt, x.shape[2], pb, kh, dh, inc)
+        cw = tap_count(ow, sw, pl, x.shape[3], pr, kw, dw, inc)
         return total[n, c, oh, ow] / Cast(x.dtype, ch * cw)
 
     return te.compute(

@@ -283,33 +283,26 @@ def _infer_pool(call: Call, ctx: Any) -> StructInfo:
 def _legalize_pool(call: Call, args: list[Any]) -> Any:
     a, x = call.attrs, args[0]
     static = all(isinstance(d, IntImm) for d in x.shape[1:])  # NOTE: the batch may be symbolic
-    dilated_avg = call.op.name.endswith("avg_pool2d") and a["dilation"] != (1, 1)
-    if pool_block(call) and (not static or dilated_avg):
-        raise fail(
-            call,
-            "a channel-blocked pool needs constant shapes except the batch (and an average, no "
-            "dilation)",
+    if pool_block(call) and not static:
+        raise fail(call, "a channel-blocked pool needs constant shapes except the batch")
+    max_pool = call.op.name.endswith("max_pool2d")
+    if static and max_pool:
+        return topi.nn.max_pool2d(
+            x, a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"]
         )
-    if call.op.name.endswith("max_pool2d"):
-        if static:
-            return topi.nn.max_pool2d(
-                x, a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"]
-            )
-        kind = "max"
-    else:
-        if static and a["dilation"] == (1, 1):
-            return topi.nn.avg_pool2d(
-                x,
-                a["pool_size"],
-                a["strides"],
-                a["padding"],
-                a["ceil_mode"],
-                a["count_include_pad"],
-            )
-        kind = "avg"
+    if static:
+        return topi.nn.avg_pool2d(
+            x,
+            a["pool_size"],
+            a["strides"],
+            a["padding"],
+            a["ceil_mode"],
+            a["count_include_pad"],
+            a["dilation"],
+        )
     return pool2d_any(
         x,
-        kind,
+        "max" if max_pool else "avg",
         out_dims(call),
         a["pool_size"],
         a["strides"],

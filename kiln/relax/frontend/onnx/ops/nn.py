@@ -18,7 +18,9 @@ from kiln.relax.expr import Expr, const
 from kiln.relax.frontend.onnx import values as V
 from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dim_values, dtype, ndim
 from kiln.relax.frontend.onnx.ops.elementwise import scalar
-from kiln.tir.expr import PrimExpr
+from kiln.relax.op.nn.conv import window_out
+from kiln.relax.struct_info import INT64
+from kiln.tir.expr import IntImm, PrimExpr
 
 
 @converter("MatMul")
@@ -264,21 +266,36 @@ def _lp_pool(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x2, one = _to_2d(ctx, x, "LpPool")
     if one:
         pads = [0, pads[0], 0, pads[1]]
+    kernel, strides, dil = _pair(kernel, one, 1), _pair(strides, one, 1), _pair(dil, one, 1)
+    ceil = bool(node.attrs.get("ceil_mode", 0))
     powered = ctx.emit(R.power(R.abs(x2), scalar(p, x)))
-    avg = ctx.emit(
-        R.nn.avg_pool2d(
-            powered,
-            _pair(kernel, one, 1),
-            _pair(strides, one, 1),
-            pads,
-            _pair(dil, one, 1),
-            bool(node.attrs.get("ceil_mode", 0)),
-            True,
-        )
-    )
+    # NOTE: the sum of |x|^p over each window's in-input taps is the mean over windows that lie
+    # whole inside a zero-padded input, times the window size: padding by exactly what the last
+    # window reaches (`_whole_window_pads`) makes every window whole.
+    width = _whole_window_pads(dim_values(x2)[2:], kernel, strides, dil, pads, ceil)
+    if any(width):
+        powered = ctx.emit(R.nn.pad(powered, [0, 0, 0, 0, *width]))
+    avg = ctx.emit(R.nn.avg_pool2d(powered, kernel, strides, 0, dil, False, True))
     size = float(np.prod(kernel))
     out = ctx.emit(R.power(R.multiply(avg, scalar(size, x)), scalar(1.0 / p, x)))
     return ctx.emit(R.squeeze(out, [2])) if one else out
+
+
+def _whole_window_pads(
+    sizes: list[Any], k: list[int], s: list[int], d: list[int], pads: list[int], ceil: bool
+) -> list[int]:
+    """``[lo_h, hi_h, lo_w, hi_w]``: the pool's own low pads and high pads that reach the end of
+    its last window (``ceil_mode``: past the pool's high pads; needs constant extents)."""
+    width = []
+    for i, n in enumerate(sizes):
+        lo, hi = pads[i], pads[i + 2]
+        if ceil:
+            if isinstance(n, PrimExpr):
+                raise FrontendError("LpPool with ceil_mode needs constant spatial extents")
+            out = window_out(IntImm(INT64, n), k[i], s[i], lo, hi, d[i], True)
+            hi = max((out - 1) * s[i] + d[i] * (k[i] - 1) + 1 - n - lo, 0)
+        width += [lo, hi]
+    return width
 
 
 @converter("LRN")
