@@ -58,17 +58,30 @@ def _read_inputs(items: list[str], params: tuple[str, ...]) -> tuple[list, dict]
     return positional, named
 
 
+def _expected(model: Any) -> str:
+    if model.inputs is None:
+        return ", ".join(model._call.params)
+    return "; ".join(spec.describe() for spec in model.inputs)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     model = _model(args)
     params = model._call.params
     positional, named = _read_inputs(args.input, params)
+    if len(positional) + len(named) != len(params):
+        raise KilnError(
+            f"the model takes {len(params)} input(s), {_expected(model)}; got "
+            f"{len(positional) + len(named)} (pass each with --input NAME=FILE.npy)"
+        )
     outs = _outputs(model(*positional, **named))
+    names = [t.name for t in model.outputs or ()]
     folder = Path(args.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     for k, out in enumerate(outs):
         path = folder / f"output_{k}.npy"
         np.save(path, out)
-        print(f"{path}: {out.dtype}{list(out.shape)}")
+        label = f" ({names[k]})" if len(names) == len(outs) else ""
+        print(f"{path}{label}: {out.dtype}{list(out.shape)}")
     return 0
 
 
@@ -82,9 +95,19 @@ def _dims(items: list[str] | None) -> dict[str, int]:
     return out
 
 
+def _example_inputs(model: Any, args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """Random inputs fitting the model's signature (symbolic dims from ``--dim``)."""
+    if model.inputs is None:
+        raise KilnError(
+            f"{args.model} records no input shapes (a library exported by an older kiln): "
+            "export it again with this kiln, or pass the .onnx model"
+        )
+    return example_inputs(model.inputs, model._call.params, _dims(args.dim))
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     model = _model(args)
-    inputs = example_inputs(model.inputs, model._call.params, _dims(args.dim))
+    inputs = _example_inputs(model, args)
     model(**inputs)  # warm up
     print(model.profile(**inputs))
     return 0
@@ -92,8 +115,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    if args.against and Path(args.model).suffix == ".so":
+        raise KilnError(f"--against {args.against} needs the .onnx model, not {args.model}")
     model = _model(args)
-    inputs = example_inputs(model.inputs, model._call.params, _dims(args.dim))
+    inputs = _example_inputs(model, args)
     with tempfile.TemporaryDirectory() as tmp:
         lib = model.export(Path(tmp) / "model.so")
         feed = Path(tmp) / "inputs.npz"

@@ -36,11 +36,15 @@ from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.tensor import Device
 from kiln.runtime.vm import ProfileReport
 from kiln.runtime.vm_export import load_executable
-from kiln.runtime.vm_format import Executable
+from kiln.runtime.vm_format import Executable, TensorSpec
 
 
 class CompiledModel:
-    """A VM executable and the machine running it; calling it calls the entry function."""
+    """A VM executable and the machine running it; calling it calls the entry function.
+
+    ``inputs`` / ``outputs`` describe the entry function (names, dtypes, dims): given, or
+    read from the signature the executable records (an exported library carries it); None
+    when neither knows."""
 
     def __init__(
         self,
@@ -50,7 +54,11 @@ class CompiledModel:
         inputs: list[InputSpec] | None = None,
     ):
         self.executable = executable
+        sig = executable.signature(entry)
+        if inputs is None and sig is not None:
+            inputs = [InputSpec(t.name, t.dtype, t.dims) for t in sig.inputs]
         self.inputs = inputs
+        self.outputs: list[TensorSpec] | None = None if sig is None else list(sig.outputs)
         self.vm = VirtualMachine(executable, device)
         if entry not in self.vm:
             raise KilnError(

@@ -12,7 +12,9 @@ translation units (`build_library`), compiled in parallel (cached per unit) and 
 external C of the module (``external_mods``, `linked_source`, whose symbols the library exposes)
 into one library. The executable remembers those units and their exact flags (`model_flags`:
 `MODEL_FLAGS`, ``-march`` from the target, plus what the external C needs), so
-``ex.export_library(path)`` links one shared library from the same cached objects.
+``ex.export_library(path)`` links one shared library from the same cached objects. The
+executable records the signature of each public function of ``mod`` (`kiln.driver.signature`),
+so an exported library says what it takes and returns.
 ``KILN_DEBUG`` works as for `kiln.build`: 1 verifies the module after every graph-level pass
 too, 2 prints it, 3 prints the generated C.
 """
@@ -28,6 +30,7 @@ from kiln.codegen.build import compile_flags, report_missed_vectorization
 from kiln.codegen.units import Unit, generate_unit, pack_units
 from kiln.driver.build import build_target, lower
 from kiln.driver.pipeline import default_relax_pipeline
+from kiln.driver.signature import signatures
 from kiln.errors import KilnError
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
@@ -154,6 +157,6 @@ def build(
     base = builder.executable(library)
     source = joined_source(units) if units else None
     return Executable(
-        base.functions, base.instructions, base.constants, library, source=source,
-        flags=all_flags, units=units or None,
+        base.functions, base.instructions, base.constants, library, signatures(mod),
+        source=source, flags=all_flags, units=units or None,
     )  # fmt: skip

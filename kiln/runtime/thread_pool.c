@@ -1,5 +1,10 @@
 /* kiln's thread pool: one per process, shared by every kernel library (kiln/runtime/thread_pool.py).
 
+   Every function here is static: the pool is reached only through the table that the exported
+   tvm-ffi function __kiln_thread_pool returns (KilnPoolApi), so several libraries that each
+   link a copy (an exported model carries one, see kiln/runtime/vm_export.py) never bind to each
+   other's symbols; the process picks one copy and uses only that one (kiln/runtime/vm_runtime.py).
+
    kiln_pool_run(n, grain, fn, ctx) runs fn(ctx, begin, end) over [0, n) in chunks. Each thread
    has a share of [0, n) (the caller the first, worker k the k+1-th) and claims chunks of it from
    an atomic counter, then chunks left in the others' shares; a worker that is awake joins while
@@ -37,6 +42,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <tvm/ffi/c_api.h>
 #include <unistd.h>
 
 typedef void (*kiln_range_fn)(void* ctx, int64_t begin, int64_t end);
@@ -211,7 +217,7 @@ static void after_fork_in_child(void) {
 }
 
 /* Threads (the caller included) and idle spin time; call once, before the first job. */
-void kiln_pool_init(int threads, int64_t spin_ns) {
+static void kiln_pool_init(int threads, int64_t spin_ns) {
   if (threads < 1) threads = 1;
   if (threads > KILN_POOL_MAX) threads = KILN_POOL_MAX;
   P.configured = P.workers = threads - 1;
@@ -219,9 +225,9 @@ void kiln_pool_init(int threads, int64_t spin_ns) {
   pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
-int kiln_pool_threads(void) { return P.workers + 1; }
+static int kiln_pool_threads(void) { return P.workers + 1; }
 
-void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
+static void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
   int expected = 0;
   if (n <= 0) return;
   if (n < 2 || n < grain || P.workers == 0 ||
@@ -265,4 +271,33 @@ void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
     }
   }
   __atomic_store_n(&P.busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Bumped whenever KilnPoolApi or the meaning of one of its functions changes
+   (kiln/runtime/vm_runtime.py POOL_ABI_VERSION). */
+#define KILN_POOL_ABI_VERSION 1
+
+typedef struct {
+  int64_t abi_version;
+  void (*init)(int threads, int64_t spin_ns);
+  int (*threads)(void);
+  void (*run)(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx);
+} KilnPoolApi;
+
+static const KilnPoolApi kiln_pool_api = {KILN_POOL_ABI_VERSION, kiln_pool_init,
+                                          kiln_pool_threads, kiln_pool_run};
+
+/* () -> the address of this copy's KilnPoolApi (an int); no side effect. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi___kiln_thread_pool(void* self, const TVMFFIAny* args,
+                                                    int32_t num_args, TVMFFIAny* result) {
+  (void)self;
+  (void)args;
+  if (num_args != 0) {
+    TVMFFIErrorSetRaisedFromCStr("TypeError", "__kiln_thread_pool takes no arguments");
+    return -1;
+  }
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = (int64_t)(intptr_t)&kiln_pool_api;
+  return 0;
 }

@@ -6,53 +6,49 @@ never waits for a worker that has not started, so a busy machine does not make a
 kernel slower than a serial one; an idle worker spins for `config.pool_spin_us` microseconds
 before it sleeps, so the kernels of one model call find it awake.
 
-A kernel library finds the pool through the global tvm-ffi function ``kiln.runtime.thread_pool``
-(registered when this module is imported), which compiles thread_pool.c once (kiln's cached
-toolchain), loads it for the life of the process and returns the address of `kiln_pool_run`; the
-library keeps that address. A library loaded where the function is not registered, or where the
-pool cannot be built, runs its parallel loops on the calling thread.
+The pool is part of kiln's runtime library (`kiln.runtime.vm_runtime`): the process's pool is
+the one of the process's runtime, the copy inside the first exported model it loads, or else the
+compiled one. A kernel library finds it through the global tvm-ffi function
+``kiln.runtime.thread_pool`` (registered when this module is imported; no arguments), which
+returns the address of `kiln_pool_run`; the library keeps that address. When the process has
+no pool and cannot get one (no C compiler and no exported model loaded, or an incomplete
+installation), the function warns (`RuntimeWarning`, naming why) and the library runs its
+parallel loops on the calling thread.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-from pathlib import Path
+import warnings
 
 import tvm_ffi
 
-from kiln import config
-from kiln.runtime.toolchain import compile_c
+from kiln.errors import KilnError
+from kiln.runtime.vm_runtime import ThreadPool, load_vm_runtime
 
 GLOBAL_NAME = "kiln.runtime.thread_pool"
 """The tvm-ffi global a kernel library calls (no arguments) for the address of `kiln_pool_run`."""
 
-POOL_FLAGS = ("-O2", "-pthread", "-fPIC", "-shared")
 
-
-@functools.lru_cache(maxsize=None)
-def pool_library() -> ctypes.CDLL:
-    """Compile (cached), load and size the pool; the same library on every call."""
-    path = compile_c(
-        (Path(__file__).parent / "thread_pool.c").read_text(),
-        flags=POOL_FLAGS,
-        name_hint="kiln_thread_pool",
-    )
-    lib = ctypes.CDLL(str(path))
-    lib.kiln_pool_init.argtypes = (ctypes.c_int, ctypes.c_int64)
-    lib.kiln_pool_init.restype = None
-    lib.kiln_pool_threads.restype = ctypes.c_int
-    lib.kiln_pool_init(config.pool_threads(), int(config.pool_spin_us() * 1000))
-    return lib
+def process_pool() -> ThreadPool:
+    """The process's thread pool (see the module docstring)."""
+    return load_vm_runtime().pool
 
 
 def pool_threads() -> int:
     """The threads the pool runs a parallel loop on (the caller included)."""
-    return int(pool_library().kiln_pool_threads())
+    return process_pool().threads()
 
 
 def _entry() -> int:
-    return ctypes.cast(pool_library().kiln_pool_run, ctypes.c_void_p).value or 0
+    try:
+        return process_pool().run_address
+    except KilnError as e:
+        warnings.warn(
+            f"kiln's thread pool is unavailable, so parallel loops run on one thread: {e}",
+            RuntimeWarning,
+            stacklevel=1,
+        )
+        return 0
 
 
 tvm_ffi.register_global_func(GLOBAL_NAME, _entry, override=True)

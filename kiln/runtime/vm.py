@@ -295,7 +295,9 @@ def _create(exe: Executable, device: Device) -> tvm_ffi.Function:
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise KilnError(f"the executable's function table lists {', '.join(dups)} twice")
-    runtime = load_vm_runtime()  # registers the builtins before packed entries are resolved
+    # NOTE: registers the builtins before packed entries are resolved; a library carrying the
+    # runtime (an exported model) provides it when the process has none yet (no compiler needed)
+    runtime = load_vm_runtime(exe.library)
     impls = [_resolve(exe, f) for f in exe.functions]
     entries = [_vmtir_entry(exe, f) for f in exe.functions]
     words = encode(exe.instructions)

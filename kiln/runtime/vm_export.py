@@ -3,6 +3,8 @@
 `export_library(exe, "model.so")` compiles, into one library:
 
 - the C of the executable's library (kernels, and ``__vmtir__`` functions in compiled mode);
+- kiln's runtime library (`kiln.runtime.vm_runtime.runtime_units`: the VM builtins and
+  interpreter, the thread pool), so loading the file needs no C compiler and no cache;
 - `blob_c_source()`: the exported function ``__kiln_vm_executable`` (tvm-ffi safe call), which
   returns the serialized executable (`Executable.serialize`: function table, bytecode,
   constants) as a uint8 tensor viewing the library's data, zero-copy;
@@ -12,11 +14,12 @@
   not crash the process (the pages stay shared with the file until written).
 
 `load_executable(load_module("model.so"))`, or simply ``VirtualMachine(load_module(...))``, reads
-it back with nothing but the runtime layer. Constants stay views of the library's memory; each
+it back with nothing but the runtime layer; the library's runtime becomes the process's when the
+process has none yet (`load_vm_runtime`). Constants stay views of the library's memory; each
 view keeps the library loaded (the blob tensor holds a reference to the tvm-ffi module).
 
 The blob and the assembler file are written to the kiln cache directory under names derived
-from the blob's sha256 and passed to `compile_c` as extra inputs, so the build cache key covers
+from the blob's sha256 and passed to `compile_units` as extra inputs, so the build cache key covers
 the blob's content and exporting the same executable twice compiles once.
 """
 
@@ -36,8 +39,9 @@ from kiln import config
 from kiln.errors import KilnError
 from kiln.runtime.module import Module, metadata_c_source
 from kiln.runtime.parallel_build import compile_units
-from kiln.runtime.toolchain import DEFAULT_FLAGS, compile_c
+from kiln.runtime.toolchain import DEFAULT_FLAGS
 from kiln.runtime.vm_format import Executable, deserialize
+from kiln.runtime.vm_runtime import load_vm_runtime, runtime_units
 
 BLOB_FUNC = "__kiln_vm_executable"
 """The tvm-ffi name of the function returning the embedded executable blob."""
@@ -160,8 +164,9 @@ def export_library(
     """Write ``exe`` and its library into the one shared library ``path`` (see module docstring).
 
     ``source`` is the C of the library (default: the source its in-process `Module` kept), or
-    ``units`` its translation units (compiled as by `compile_units`, so their cached objects
-    are only linked again); ``flags`` replaces the C compiler's default flags as in `compile_c`.
+    ``units`` its translation units; every unit is compiled as by `compile_units` (cached per
+    unit, so the objects of a model's build are only linked again); ``flags`` replaces the C
+    compiler's default flags as in `compile_c`.
     """
     blob = exe.serialize()
     digest = hashlib.sha256(blob).hexdigest()[:32]
@@ -172,13 +177,13 @@ def export_library(
     _publish(blob_path, blob)
     _publish(asm_path, asm_source(blob_path).encode())
     base = DEFAULT_FLAGS if flags is None else tuple(flags)
-    if units:
-        lib, _, _ = compile_units(
-            (*units, blob_c_source()), flags=(*base, str(asm_path)), name_hint="kiln_vm_model"
-        )
-    else:
-        full = _library_source(exe, source) + blob_c_source()
-        lib = compile_c(full, flags=(*base, str(asm_path)), name_hint="kiln_vm_model")
+    # NOTE: -lpthread is link-only (the cached objects of the units stay valid): the thread
+    # pool's pthread calls resolve even where libc does not hold them and the flags lack -fopenmp.
+    link = (*base, *(() if "-lpthread" in base else ("-lpthread",)), str(asm_path))
+    own = units if units else (_library_source(exe, source),)
+    lib, _, _ = compile_units(
+        (*own, *runtime_units(), blob_c_source()), flags=link, name_hint="kiln_vm_model"
+    )
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -201,6 +206,7 @@ def load_executable(module: Module) -> Executable:
             f"{name} is not a kiln VM executable: it exports no {BLOB_FUNC} function "
             "(write one with export_library)"
         )
+    load_vm_runtime(module)  # its runtime becomes the process's, or is checked against it
     blob_tensor: Any = ffi.get_function(BLOB_FUNC)(ffi)
     blob = np.from_dlpack(blob_tensor)
     return deserialize(blob, module, where=str(module.path))

@@ -30,13 +30,18 @@ word holds its kind in the top 8 bits and a sign-extended 56-bit value below.
 
 Constants: numpy arrays (tensors), `ShapeConst`, `DTypeConst`, str, int, float, bool, None.
 
+Signatures (`Signature`, optional, one per VM function whose inputs and results are tensors):
+the names, dtypes and dims (ints, or the names of symbolic dims) of what the function takes and
+returns, so a loaded library says how to call it without the compiler.
+
 Serialized executable (`Executable.serialize`), all offsets in bytes from the start:
 
     0   magic b"KILNVMX\\0"       8   u32 VM_FORMAT_VERSION     12  u32 flags (0)
     16  u64 meta offset, size     32  u64 code offset, words    48  u64 data offset, size
-    64  meta: UTF-8 JSON {"functions": [...], "constants": [...]}
+    64  meta: UTF-8 JSON {"functions": [...], "constants": [...], "signatures": [...]}
         code: int64 words (64-byte aligned); data: tensor bytes, each 64-byte aligned.
 
+A blob without "signatures" (an older kiln's) reads as having none.
 Another magic is "not a kiln executable", another version is refused by name; both are
 `KilnError`s, as is any section that does not fit in the blob.
 """
@@ -165,6 +170,31 @@ class VMFunction:
 
 
 @dataclass(frozen=True)
+class TensorSpec:
+    """A tensor a VM function takes or returns: name, dtype and dims (ints, or names of
+    symbolic dims; None when the rank is unknown)."""
+
+    name: str
+    dtype: str
+    dims: tuple[int | str, ...] | None
+
+    def describe(self) -> str:
+        if self.dims is None:
+            return f"{self.name}: {self.dtype}"
+        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What VM function ``function`` takes (in parameter order) and returns (a tuple result
+    flattened in order)."""
+
+    function: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+
+@dataclass(frozen=True)
 class ShapeConst:
     """A shape constant (a tvm-ffi Shape at run time)."""
 
@@ -255,6 +285,7 @@ class Executable:
     instructions: tuple[Instruction, ...] = ()
     constants: tuple[Any, ...] = ()
     library: Any = field(default=None)
+    signatures: tuple[Signature, ...] = ()
 
     @property
     def exec_mode(self) -> str:
@@ -272,6 +303,10 @@ class Executable:
         """The functions a `VirtualMachine` exposes (bytecode and compiled VM functions)."""
         vm_kinds = (FuncKind.BYTECODE, FuncKind.VMTIR)
         return tuple(f.name for f in self.functions if f.kind in vm_kinds)
+
+    def signature(self, name: str) -> Signature | None:
+        """The signature of VM function ``name``; None when the executable records none."""
+        return next((s for s in self.signatures if s.function == name), None)
 
     def func_index(self, name: str) -> int:
         """The table index of the entry named ``name``; KeyError when there is none."""
@@ -341,6 +376,36 @@ def _const_meta(c: Any, data: bytearray) -> dict[str, Any]:
     raise KilnError(f"cannot serialize a VM constant of type {type(c).__name__}")
 
 
+def _spec_meta(t: TensorSpec) -> dict[str, Any]:
+    dims = None if t.dims is None else [d if isinstance(d, int) else str(d) for d in t.dims]
+    return {"name": t.name, "dtype": t.dtype, "dims": dims}
+
+
+def _signature_meta(s: Signature) -> dict[str, Any]:
+    return {
+        "function": s.function,
+        "inputs": [_spec_meta(t) for t in s.inputs],
+        "outputs": [_spec_meta(t) for t in s.outputs],
+    }
+
+
+def _spec(meta: dict[str, Any]) -> TensorSpec:
+    dims = meta["dims"]
+    if dims is not None:
+        if not all(isinstance(d, (int, str)) and not isinstance(d, bool) for d in dims):
+            raise ValueError(f"bad dims {dims!r} of tensor {meta['name']!r}")
+        dims = tuple(dims)
+    return TensorSpec(str(meta["name"]), str(meta["dtype"]), dims)
+
+
+def _signature(meta: dict[str, Any]) -> Signature:
+    return Signature(
+        str(meta["function"]),
+        tuple(_spec(t) for t in meta["inputs"]),
+        tuple(_spec(t) for t in meta["outputs"]),
+    )
+
+
 def serialize(exe: Executable) -> bytes:
     """See `Executable.serialize`."""
     data = bytearray()
@@ -350,7 +415,8 @@ def serialize(exe: Executable) -> bytes:
         for f in exe.functions
     ]
     consts = [_const_meta(c, data) for c in exe.constants]
-    meta = json.dumps({"functions": funcs, "constants": consts}).encode()
+    sigs = [_signature_meta(s) for s in exe.signatures]
+    meta = json.dumps({"functions": funcs, "constants": consts, "signatures": sigs}).encode()
     code = encode(exe.instructions).tobytes()
     meta_off = _HEADER.size
     code_off = _align(meta_off + len(meta))
@@ -432,6 +498,7 @@ def deserialize(buf: Any, library: Any = None, where: str = "blob") -> Executabl
         meta = json.loads(meta_raw.decode())
         functions = tuple(_function(f) for f in meta["functions"])
         constants = tuple(_const_value(c, data) for c in meta["constants"])
+        signatures = tuple(_signature(s) for s in meta.get("signatures", ()))
     except (ValueError, KeyError, TypeError) as e:
         raise KilnError(f"corrupt kiln executable ({where}): {e}") from e
-    return Executable(functions, decode(code), constants, library)
+    return Executable(functions, decode(code), constants, library, signatures)

@@ -30,9 +30,7 @@ def _run(n: int, grain: int = 0) -> list[tuple[int, int, int]]:
             seen.append((begin, end, threading.get_ident()))
 
     fn = RANGE_FN(body)
-    thread_pool.pool_library().kiln_pool_run(
-        ctypes.c_int64(n), ctypes.c_int64(grain), fn, ctypes.c_void_p(0)
-    )
+    thread_pool.process_pool().run(n, grain, fn)
     return seen
 
 

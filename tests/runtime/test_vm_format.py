@@ -25,6 +25,8 @@ from kiln.runtime.vm_format import (
     If,
     Ret,
     ShapeConst,
+    Signature,
+    TensorSpec,
     VMFunction,
     decode,
     deserialize,
@@ -99,6 +101,56 @@ def test_serialize_round_trip_and_alignment() -> None:
                 c.__array_interface__["data"][0] - np.frombuffer(blob, np.uint8).ctypes.data
             )
             assert data_offset % 64 == 0  # zero-copy views, 64-byte aligned
+
+
+SIGNATURE = Signature(
+    "main",
+    (TensorSpec("x", "float32", ("batch", 3)), TensorSpec("y", "int64", None)),
+    (TensorSpec("probs", "float32", ("batch", "n * 2")), TensorSpec("output_1", "bool", ())),
+)
+
+
+def with_meta(blob: bytes, change: object) -> bytes:
+    """``blob`` with its metadata JSON passed through ``change`` (the code and data kept)."""
+    meta_off, meta_size, code_off, words, data_off, size = struct.unpack_from("<6Q", blob, 16)
+    meta = json.loads(blob[meta_off : meta_off + meta_size])
+    change(meta)
+    raw = json.dumps(meta).encode()
+    out = bytearray(blob[:meta_off]) + raw
+    shift = -(-(len(out)) // 64) * 64 - code_off
+    out += bytes(code_off + shift - len(out)) + blob[code_off:]
+    struct.pack_into("<6Q", out, 16, meta_off, len(raw), code_off + shift, words,
+                     data_off + shift, size)  # fmt: skip
+    return bytes(out)
+
+
+def test_signatures_round_trip() -> None:
+    base = sample()
+    exe = Executable(base.functions, base.instructions, base.constants, None, (SIGNATURE,))
+    back = deserialize(exe.serialize())
+    assert back.signatures == (SIGNATURE,)
+    assert back.signature("main") == SIGNATURE and back.signature("other") is None
+    assert SIGNATURE.inputs[0].describe() == "x: float32[batch, 3]"
+
+
+def test_a_blob_without_signatures_reads_as_having_none() -> None:
+    base = sample()
+    exe = Executable(base.functions, base.instructions, base.constants, None, (SIGNATURE,))
+    old = with_meta(exe.serialize(), lambda meta: meta.pop("signatures"))
+    back = deserialize(old)
+    assert back.signatures == () and back.signature("main") is None
+    check_same(base, back)
+
+
+@pytest.mark.parametrize(
+    "bad", [[{"function": "main"}], [{"function": "f", "inputs": [{"name": "x"}], "outputs": []}],
+            [{"function": "f", "inputs": [], "outputs": [{"name": "y", "dtype": "float32",
+                                                         "dims": [1.5]}]}]]
+)  # fmt: skip
+def test_a_corrupt_signature_is_a_kiln_error(bad: object) -> None:
+    blob = with_meta(sample().serialize(), lambda meta: meta.update(signatures=bad))
+    with pytest.raises(KilnError, match="corrupt kiln executable"):
+        deserialize(blob)
 
 
 def test_save_and_load(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-/* kiln VM runtime, part 5 of 5: creating and freeing a VM, its Python-facing handle, and the one
- * exported symbol `__tvm_ffi_kiln_vm_init`, which registers the builtins and `kiln.vm.create`.
+/* kiln VM runtime, part 5 of 5: creating and freeing a VM, its Python-facing handle, and the two
+ * exported symbols: `__tvm_ffi_kiln_vm_init`, which registers the builtins and `kiln.vm.create`,
+ * and `__tvm_ffi___kiln_vm_info`, which only says what this copy implements.
  *
  * kiln.vm.create(code, meta, names, params, impls, consts, device, entries) -> handle, where
  *   code:   1-D int64 tensor, the encoded instruction stream (or None when empty);
@@ -225,27 +226,45 @@ static int kvm_register(const char* name, TVMFFISafeCallType fn) {
   return rc;
 }
 
-/* Register every builtin and kiln.vm.create (again, harmlessly, when called twice); returns
- * (format version, ABI version, builtin names in table order). */
-TVM_FFI_DLL_EXPORT int __tvm_ffi_kiln_vm_init(void* self, const TVMFFIAny* args, int32_t n,
-                                              TVMFFIAny* ret) {
+/* (format version, ABI version, builtin names in table order): what this copy of the runtime
+ * implements; no side effect. */
+static int kvm_info(TVMFFIAny* ret) {
   TVMFFIAny out[3], names[sizeof(kvm_builtins) / sizeof(kvm_builtins[0])];
   int rc;
-  (void)self;
-  (void)args;
-  (void)n;
   for (int64_t i = 0; i < KVM_NUM_BUILTINS; ++i) {
-    if (kvm_register(kvm_builtins[i].name, kvm_builtins[i].fn) != 0) return -1;
-    kvm_builtin_fns[i] = kvm_builtins[i].fn;
     names[i].type_index = kTVMFFIRawStr;
     names[i].zero_padding = 0;
     names[i].v_c_str = kvm_builtins[i].name;
   }
-  if (kvm_register("kiln.vm.create", kvm_create) != 0) return -1;
   kvm_set_int(&out[0], KVM_FORMAT_VERSION);
   kvm_set_int(&out[1], KILN_VM_ABI_VERSION);
   if (kvm_make_array(names, (int32_t)KVM_NUM_BUILTINS, &out[2]) != 0) return -1;
   rc = kvm_make_array(out, 3, ret);
   kiln_vm_any_release(&out[2]);
   return rc;
+}
+
+/* `kvm_info` alone: a library carrying a copy of the runtime that the process does not use is
+ * checked with this (kiln/runtime/vm_runtime.py), never initialized. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi___kiln_vm_info(void* self, const TVMFFIAny* args, int32_t n,
+                                                TVMFFIAny* ret) {
+  (void)self;
+  (void)args;
+  if (kvm_nargs("__kiln_vm_info", n, 0, 0) != 0) return -1;
+  return kvm_info(ret);
+}
+
+/* Register every builtin and kiln.vm.create (again, harmlessly, when called twice); returns
+ * `kvm_info`. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi_kiln_vm_init(void* self, const TVMFFIAny* args, int32_t n,
+                                              TVMFFIAny* ret) {
+  (void)self;
+  (void)args;
+  (void)n;
+  for (int64_t i = 0; i < KVM_NUM_BUILTINS; ++i) {
+    if (kvm_register(kvm_builtins[i].name, kvm_builtins[i].fn) != 0) return -1;
+    kvm_builtin_fns[i] = kvm_builtins[i].fn;
+  }
+  if (kvm_register("kiln.vm.create", kvm_create) != 0) return -1;
+  return kvm_info(ret);
 }
