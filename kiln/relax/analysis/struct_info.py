@@ -31,11 +31,10 @@ from kiln.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from kiln.tir.analysis.vars import free_vars
 from kiln.tir.expr import IntImm, PrimExpr
 from kiln.tir.expr import Var as TirVar
 from kiln.tir.functor import substitute
-
-_ANALYZER = Analyzer()
 
 
 class Fit(IntEnum):
@@ -46,11 +45,16 @@ class Fit(IntEnum):
     PASS = 2
 
 
+DIM_MAX = 2**62
+"""The largest value a symbolic dim is assumed to take (dims are never negative)."""
+
+
 def simplify_dim(e: PrimExpr) -> PrimExpr:
-    """A dimension expression simplified (constants folded)."""
+    """A dimension expression simplified (constants folded), knowing that every variable in it
+    is a dim: ``max(seq, 0)`` is ``seq``."""
     if isinstance(e, (IntImm, TirVar)):
         return e
-    return _ANALYZER.simplify(e)
+    return Analyzer({v: (0, DIM_MAX) for v in free_vars(e)}).simplify(e)
 
 
 def static_dims(e: Any) -> list[int] | None:

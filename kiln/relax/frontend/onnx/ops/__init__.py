@@ -18,7 +18,7 @@ import numpy as np
 from kiln.errors import FrontendError, InputNeededAtCompileTimeError
 from kiln.relax import op as R
 from kiln.relax.expr import Call, Expr, PrimValue, Tuple, TupleGetItem, Var, const
-from kiln.relax.frontend.common import NodeSpan, ident
+from kiln.relax.frontend.common import NodeSpan, agreed_dims, ident
 from kiln.relax.frontend.onnx import values as V
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import IntImm, PrimExpr
@@ -157,6 +157,22 @@ class Ctx:
 
     def ints(self, v: Any, what: str) -> list[int]:
         return [int(x) for x in self.const(v, what).reshape(-1)]
+
+    def broadcastable(self, *xs: Expr) -> list[Expr]:
+        """The operands of a broadcasting op, each whose dims `agreed_dims` replaces cast to
+        them (a ``match_cast``, checked when the model runs), so the result keeps a shape."""
+        shapes = [sinfo(x).dims for x in xs]
+        agreed = agreed_dims([None if d is None else list(d) for d in shapes])
+        return [x if new is None else self.cast_dims(x, new) for x, new in zip(xs, agreed)]
+
+    def cast_dims(self, x: Expr, new: list[PrimExpr]) -> Expr:
+        """``x`` seen with dims ``new`` (a checked ``match_cast``), or ``x`` itself when they are
+        its dims already."""
+        old = sinfo(x).dims
+        if old is not None and all(a is b for a, b in zip(old, new)):
+            return x
+        target = TensorStructInfo(new, sinfo(x).dtype)
+        return self.imp.bb.match_cast(x, target, ident(getattr(x, "name_hint", ""), "lv"))
 
 
 def sinfo(e: Expr) -> TensorStructInfo:

@@ -78,13 +78,13 @@ def _unary(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 
 @converter(*BINARY)
 def _binary(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    a, b = ctx.broadcastable(ctx.tensor(ins, 0), ctx.tensor(ins, 1))
     return ctx.emit(BINARY[node.op_type](a, b))
 
 
 @converter("Div")
 def _div(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    a, b = ctx.broadcastable(ctx.tensor(ins, 0), ctx.tensor(ins, 1))
     if _is_float(a):
         return ctx.emit(R.divide(a, b))
     return ctx.emit(trunc_divide(ctx, a, b))
@@ -106,7 +106,7 @@ def _is_float(e: Expr) -> bool:
 
 @converter("Mod")
 def _mod(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    a, b = ctx.broadcastable(ctx.tensor(ins, 0), ctx.tensor(ins, 1))
     if node.attrs.get("fmod", 0):
         if _is_float(a):
             q = ctx.emit(R.divide(a, b))
@@ -134,7 +134,7 @@ def _pow(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 @converter("Max", "Min", "Sum", "Mean")
 def _variadic(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     fn = {"Max": R.maximum, "Min": R.minimum, "Sum": R.add, "Mean": R.add}[node.op_type]
-    items = [ctx.expr(v) for v in ins if v is not None]
+    items = ctx.broadcastable(*(ctx.expr(v) for v in ins if v is not None))
     out = items[0]
     for x in items[1:]:
         out = ctx.emit(fn(out, x))
@@ -280,8 +280,8 @@ def _clip(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 
 @converter("Where")
 def _where(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    cond = ctx.tensor(ins, 0)
-    return ctx.emit(R.where(cond, ctx.tensor(ins, 1), ctx.tensor(ins, 2)))
+    cond, a, b = ctx.broadcastable(*(ctx.tensor(ins, k) for k in range(3)))
+    return ctx.emit(R.where(cond, a, b))
 
 
 @converter("Cast", "CastLike")

@@ -14,12 +14,14 @@ import numpy as np
 from kiln.errors import FrontendError
 from kiln.relax import op as R
 from kiln.relax.expr import Expr, PrimValue, ShapeExpr, const
+from kiln.relax.frontend.common import agreed_dims
 from kiln.relax.frontend.onnx import values as V
 from kiln.relax.frontend.onnx.ops import (
     Ctx,
     Node,
     converter,
     dim_values,
+    dims,
     dtype,
     shape_of_value,
 )
@@ -121,8 +123,10 @@ def broadcast_shape(a: list[Any], b: list[Any]) -> list[Any]:
 @converter("Expand")
 def _expand(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x = ctx.tensor(ins, 0)
-    shape = shape_input(ctx, ins[1], "Expand's shape")
-    out = broadcast_shape(dim_values(x), shape)
+    shape = [as_dim(d) for d in shape_input(ctx, ins[1], "Expand's shape")]
+    x_dims, shape = agreed_dims([list(dims(x)), shape])
+    x = ctx.cast_dims(x, x_dims)
+    out = broadcast_shape(dim_values(x), [d.value if isinstance(d, IntImm) else d for d in shape])
     return ctx.emit(R.broadcast_to(x, ShapeExpr([as_dim(d) for d in out])))
 
 
