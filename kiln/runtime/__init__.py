@@ -2,7 +2,8 @@
 
 Besides `Module` and tensors it holds the virtual machine: `VirtualMachine` runs an `Executable`
 (format: `vm_format`) in bytecode or compiled mode, over builtins written in C (`vm_builtins`,
-`vm_c/`); `vm_anylist` is compiled mode's C contract and `vm_export` the one-file deployment.
+`vm_c/`); `vm_anylist` is compiled mode's C contract and `vm_export` the one-file deployment,
+which links kiln's runtime library (`vm_runtime`: the VM and the thread pool) into every model.
 
 This layer imports only the standard library, numpy, tvm_ffi, `kiln.errors` and `kiln.config`;
 never `kiln.ir`, `kiln.tir` or anything above them, so a compiled artifact loads on its own.
