@@ -41,7 +41,7 @@ from kiln.script.tir_ns.frames import (
     MatchBufferSpec,
     loop_bounds,
 )
-from kiln.script.tir_ns.types import BufferSpec, DTypeCtor, VarSpec
+from kiln.script.tir_ns.types import BufferSpec, DTypeCtor, VarSpec, check_float_range
 from kiln.tir.analysis.problems import stmt_problem
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Broadcast, BufferLoad, Call, PrimExpr, Var, convert
@@ -314,6 +314,8 @@ class StmtParser(ExprEvaluator, ABC):
                 node.value if hasattr(node, "value") else node,
                 f"cannot store a {type(value).__name__} into buffer {buf.name!r}",
             )
+        if is_number(value) and buf.dtype.is_float:
+            check_float_range(value, buf.dtype, f"{value!r} stored into buffer {buf.name!r}")
         lanes = convert(indices[-1]).dtype.lanes if indices else 1
         if lanes > 1 and (is_number(value) or value.dtype.lanes == 1):
             # NOTE: a scalar stored into a slice fills it (``A[0:4] = 0``), as in TVM

@@ -11,10 +11,12 @@ at its source location; they validate when the parser materializes them.
 from __future__ import annotations
 
 import inspect
+import math
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
 from kiln.tir.buffer import Buffer, decl_buffer
@@ -78,6 +80,57 @@ class VarSpec:
         return cls(name, dt, ty, span)
 
 
+_FLOAT_FORMATS = {
+    "float16": (5, 10, False),
+    "bfloat16": (8, 7, False),
+    "float32": (8, 23, False),
+    "float8_e5m2": (5, 2, False),
+    "float8_e4m3fn": (4, 3, True),
+}
+"""Float dtype -> (exponent bits, mantissa bits, whether it has no infinity: its top exponent
+holds numbers and the all-ones pattern is NaN)."""
+
+
+def float_overflows(value: float, dtype: DataType) -> bool:
+    """Whether the finite number ``value`` rounds (to nearest even) past the largest finite value
+    of float ``dtype``, to infinity or, for a type without one, to NaN. float64 holds every
+    finite Python float.
+
+    NOTE: a type narrower than float32 is computed in C ``float``s (`kiln.codegen.c_prelude`),
+    so a constant reaches it rounded to float32 first, and so it is judged here."""
+    fmt = _FLOAT_FORMATS.get(str(dtype.element_of()))
+    if fmt is None or not math.isfinite(value):
+        return False
+    e, m, no_inf = fmt
+    if e + m < 31:
+        try:
+            value = struct.unpack("f", struct.pack("f", value))[0]
+        except OverflowError:  # beyond float32's range
+            return True
+    emax = (1 << (e - 1)) - 1 + no_inf  # NOTE: a no-inf type uses its top exponent for numbers
+    top = (1 << m) - 1 - no_inf  # the largest mantissa (all ones is NaN in a no-inf type)
+    largest = (1 + top / (1 << m)) * 2.0**emax
+    midpoint = largest + 2.0 ** (emax - m - 1)  # halfway to the next (unrepresentable) value
+    # a tie rounds to the even mantissa: up (overflow) when the largest mantissa is odd
+    return abs(value) >= midpoint if top % 2 else abs(value) > midpoint
+
+
+def check_float_range(value: Any, dtype: DataType, what: str) -> None:
+    """Raise `IRValueError` when the Python number ``value`` written as ``what`` is finite but
+    out of float ``dtype``'s range; ``inf`` and ``nan`` (written explicitly) are allowed."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            over = float_overflows(float(value), dtype)
+        except OverflowError:  # an int too large for a Python float
+            over = True
+        if over:
+            no_inf = _FLOAT_FORMATS.get(str(dtype.element_of()), (0, 0, False))[2]
+            raise IRValueError(
+                f"{what} is out of the range of {dtype.element_of()} (it would become "
+                f'{"NaN" if no_inf else "inf"}); write "inf" for an infinity'
+            )
+
+
 class DTypeCtor:
     """``T.int32``, ``T.float32x4``...: a dtype that also builds literals, casts and variables."""
 
@@ -98,6 +151,8 @@ class DTypeCtor:
             raise IRError(f"T.{self.name} needs an integer, got the float {value!r}")
         if not isinstance(value, (bool, int, float)):
             raise IRError(f"T.{self.name} expects a number or an expression, got {value!r}")
+        if self.dtype.is_float:
+            check_float_range(value, self.dtype, f"T.{self.name}({value!r})")
         return convert(value, self.dtype)
 
     def spec(self) -> VarSpec:

@@ -11,7 +11,9 @@ Checks, reporting every problem with the offending node named (never crashing on
 - no node has a problem of its own (`kiln.tir.analysis.problems`: a division by the constant zero,
   a shift by an out-of-range constant, a constant index out of a constant dimension, a store
   whose value lanes differ from its index lanes, a negative or non-integer dimension, a void
-  buffer), and a function with a return type returns on every path.
+  buffer), and a function with a return type returns on every path;
+- no access is out of its buffer at every point of its loops' ranges that reaches it
+  (`kiln.tir.analysis.access_bounds`: affine indices of unguarded accesses only).
 """
 
 from __future__ import annotations
@@ -370,6 +372,11 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
         if not isinstance(func.body, Stmt):
             c.err(func, f"body must be a statement, got {type(func.body).__name__}")
         c.visit(func.body)
+        # NOTE: imported here: it uses kiln.arith, which imports kiln.tir (and so this module)
+        from kiln.tir.analysis.access_bounds import out_of_bounds_accesses
+
+        for stmt, message in out_of_bounds_accesses(func):
+            c.err(stmt, message)
         problem = func_problem(func)
         if problem is not None:
             c.err(func, problem)

@@ -46,7 +46,7 @@ def test_loop_that_reads_and_writes_gets_a_barrier_at_the_top() -> None:
                     sh = T.alloc_buffer((128,), "float32", scope="shared")
                     sh[tx] = X[k * 128 + tx]
                     for r in T.unroll(2):
-                        Y[tx] = Y[tx] + sh[127 - tx - r]
+                        Y[tx] = Y[tx] + sh[(128 - tx - r) % 128]
 
     @I.ir_module
     class Expected:
@@ -60,7 +60,7 @@ def test_loop_that_reads_and_writes_gets_a_barrier_at_the_top() -> None:
                     sh[tx] = X[k * 128 + tx]
                     T.tvm_storage_sync("shared")
                     for r in T.unroll(2):
-                        Y[tx] = Y[tx] + sh[127 - tx - r]
+                        Y[tx] = Y[tx] + sh[(128 - tx - r) % 128]
 
     out = _sync(Before)
     assert_structural_equal(out, Expected)
