@@ -5,6 +5,8 @@
   2 also print IR after each pass; 3 also print generated source.
 - `KILN_CC`: the C compiler to use (default: `cc`, then `gcc`, then `clang`).
 - `KILN_CACHE_DIR`: where compiled libraries are cached (default `~/.cache/kiln`).
+- `KILN_CACHE_MAX_BYTES`: the cache's size cap: least recently used entries are evicted after a
+  store that takes it over (default `CACHE_MAX_BYTES`; 0 turns the cap off).
 - `KILN_NUM_THREADS`: threads for compiled CPU kernels, kiln's pool and OpenMP (default: unset:
   ``OMP_NUM_THREADS``, else the CPUs this process may run on).
 - `KILN_POOL_SPIN_US`: how long an idle worker of kiln's thread pool (`kiln.runtime.thread_pool`)
@@ -36,6 +38,12 @@ class Config:
     cc: str | None
     cache_dir: Path
     num_threads: int | None
+    cache_max_bytes: int | None = None
+    """None: no cap."""
+
+
+CACHE_MAX_BYTES = 4 * 1024**3
+"""Default `KILN_CACHE_MAX_BYTES`: 4 GiB (a compiled ResNet-18 library is about 46 MB)."""
 
 
 def _int_env(name: str, default: int | None) -> int | None:
@@ -51,11 +59,15 @@ def _int_env(name: str, default: int | None) -> int | None:
 def load() -> Config:
     """Read the environment now (tests may change it between calls)."""
     cache = os.environ.get("KILN_CACHE_DIR") or str(Path.home() / ".cache" / "kiln")
+    cap = _int_env("KILN_CACHE_MAX_BYTES", CACHE_MAX_BYTES)
+    if cap is not None and cap < 0:
+        raise ValueError(f"KILN_CACHE_MAX_BYTES must not be negative, got {cap}")
     return Config(
         debug=_int_env("KILN_DEBUG", 0) or 0,
         cc=os.environ.get("KILN_CC") or None,
         cache_dir=Path(cache).expanduser(),
         num_threads=_int_env("KILN_NUM_THREADS", None),
+        cache_max_bytes=cap or None,
     )
 
 

@@ -4,6 +4,7 @@
     kiln run model.so --input x=x.npy [-o out/]  # writes out/output_0.npy ...
     kiln bench model.onnx [--threads 1,2] [--against onnxruntime]
     kiln profile model.onnx                      # the per-kernel time table
+    kiln cache info | clear                      # kiln's build cache (kiln.cli.cache)
 
 Errors kiln raises on purpose (a bad model, a wrong input) print as one message and exit 1.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kiln.cli import cache as cache_cli
 from kiln.errors import KilnError
 
 
@@ -51,15 +53,20 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="print where one call spends its time, per kernel")
     _add_model_options(p)
     p.add_argument("--dim", action="append", metavar="NAME=N", help="a symbolic dim's value")
+    cache_cli.add_parser(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from kiln.cli import commands
+    if args.command == "cache":  # NOTE: needs neither the compiler nor numpy
+        handler = cache_cli.cmd_cache
+    else:
+        from kiln.cli import commands
 
+        handler = commands.COMMANDS[args.command]
     try:
-        return commands.COMMANDS[args.command](args)
+        return handler(args)
     except KilnError as e:
         print(f"kiln {args.command}: error: {e}", file=sys.stderr)
         return 1

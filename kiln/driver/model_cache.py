@@ -14,7 +14,10 @@ An entry, in ``<KILN_CACHE_DIR>/models/``: ``kiln_model-<key>.so`` (the exported
 ``CompiledModel.export`` writes it), its ``.so.sha256`` digest, and ``.json`` (the entry function
 and the model's input specs). `lookup` returns an entry only when its digest matches and its
 ``.json`` reads; anything else is a miss, and the caller compiles and `store`s a fresh entry
-over it.
+over it. The folder is checked like every cache folder (`kiln.runtime.disk_cache`: mode 0700,
+yours); a hit marks the entry used for the cache's size cap. The library is published with
+`kiln.runtime.toolchain.publish_entry`, which makes it a hard link to the toolchain's cached copy
+of the same bytes, so a model's library is stored once.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from kiln import config
 from kiln.driver.inputs import InputSpec
 from kiln.driver.relax_build import model_flags
 from kiln.ir.target import Target
+from kiln.runtime import disk_cache
 from kiln.runtime.toolchain import cache_key, find_compiler, is_valid_entry, publish_entry
 
 FORMAT = "kiln-model-cache-1"
@@ -111,6 +114,7 @@ def entry_path(key: str) -> Path:
 
 def lookup(key: str) -> tuple[Path, list[InputSpec] | None] | None:
     """(library, input specs) of the valid entry for ``key``, or None."""
+    disk_cache.subfolder("models", create=False)  # NOTE: never load from an unsafe folder
     lib = entry_path(key)
     if not is_valid_entry(lib):
         return None
@@ -123,23 +127,32 @@ def lookup(key: str) -> tuple[Path, list[InputSpec] | None] | None:
         ]  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    disk_cache.touch(lib)
+    disk_cache.note_in_use(lib)
     return lib, inputs
 
 
 def store(key: str, export: Any, inputs: list[InputSpec] | None) -> Path:
     """Write the entry for ``key``: ``export(path)`` writes the library; returns its path."""
+    disk_cache.subfolder("models")
     lib = entry_path(key)
-    lib.parent.mkdir(parents=True, exist_ok=True)
     specs = None if inputs is None else [
         {"name": s.name, "dtype": s.dtype, "dims": None if s.dims is None else list(s.dims)}
         for s in inputs
     ]  # fmt: skip
     meta = lib.with_suffix(".json")
-    fd, tmp = tempfile.mkstemp(dir=lib.parent, prefix=f".{meta.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"format": FORMAT, "inputs": specs}, f)
-    os.replace(tmp, meta)  # NOTE: before the library: a valid library always has its .json
-    with tempfile.TemporaryDirectory(dir=lib.parent) as work:
-        built = export(Path(work) / "model.so")
+    # NOTE: temp files and folders are named by this process's pid and removed on any failure
+    # (a full disk); a killed process's are removed by the next one (`disk_cache`).
+    tmp = disk_cache.temp_path(meta)
+    try:
+        tmp.write_text(json.dumps({"format": FORMAT, "inputs": specs}))
+        os.replace(tmp, meta)  # NOTE: before the library: a valid library always has its .json
+    finally:
+        tmp.unlink(missing_ok=True)
+    work = disk_cache.temp_path(lib, folder=True)
+    try:
+        built = export(work / "model.so")
         publish_entry(Path(built), lib)
+    finally:
+        disk_cache.remove(work)
     return lib

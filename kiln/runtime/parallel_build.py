@@ -7,6 +7,9 @@ each (``jobs``, default the CPU count), then the objects are linked into one lib
 flags' link-only items (``-l``, ``-L``, ``-Wl,``, and input files such as the ``.s`` of an
 exported executable) and the tvm-ffi link flags.
 
+A unit that fails, or an interrupt (Ctrl-C) while they compile, stops the build at once: the
+units not started are dropped and the compilers running are killed (`ToolGroup`).
+
 Caching (`kiln.runtime.toolchain.cached_build`, the same protocol as `compile_c`): an object is
 keyed on its unit's text and the compile flags, so an identical unit (the same kernel in another
 model, or the same model compiled again) is compiled once; the library is keyed on its objects'
@@ -19,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from kiln.runtime.child_process import ToolGroup
 from kiln.runtime.toolchain import (
     cache_key,
     cached_build,
@@ -98,19 +102,36 @@ def compile_units(
     Each unit starts compiling as soon as the iterable yields it, so a generator may produce
     the next unit while the compiler works on the ones before."""
     workers = max(1, jobs or os.cpu_count() or 1)
+    tools = ToolGroup()
 
     def one(unit: str) -> Path:
-        # NOTE: one name for every object, so equal units share one entry whoever builds them.
-        return compile_object(unit, flags=flags, name_hint=OBJECT_NAME)
+        with tools.owning():
+            # NOTE: one name for every object, so equal units share one entry whoever builds them.
+            return compile_object(unit, flags=flags, name_hint=OBJECT_NAME)
 
     # NOTE: threads suffice: each waits on its compiler process, and the GIL is free meanwhile.
     with ThreadPoolExecutor(max_workers=workers) as pool:
         texts: list[str] = []
         futures = []
-        for unit in units:
-            texts.append(unit)
-            futures.append(pool.submit(one, unit))
-        objects = [f.result() for f in futures]
+        try:
+            for unit in units:
+                texts.append(unit)
+                futures.append(pool.submit(one, unit))
+                _raise_first_failure(futures)
+            wait(futures, return_when=FIRST_EXCEPTION)
+            _raise_first_failure(futures)
+            objects = [f.result() for f in futures]
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            tools.cancel()
+            raise
     if not objects:
         raise ValueError("compile_units needs at least one translation unit")
     return link_objects(objects, flags=flags, name_hint=name_hint), objects, tuple(texts)
+
+
+def _raise_first_failure(futures: Sequence[Future[Path]]) -> None:
+    """Raise the error of the first unit (in order) that failed, if one has."""
+    for f in futures:
+        if f.done() and not f.cancelled() and f.exception() is not None:
+            f.result()

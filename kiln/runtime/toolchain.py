@@ -13,7 +13,8 @@ With `KILN_DEBUG=1` or more, GCC is also asked for `-fopt-info-vec-loop-optimize
 (`report_flags`): its notes on the loops it vectorized (or turned into library calls) and those
 it could not land in the kept compiler output.
 
-Cache layout (all in `config.load().cache_dir`), for `key = sha256(source, flags, compiler
+Cache layout (all in `config.load().cache_dir`, a folder `kiln.runtime.disk_cache` creates 0700
+and checks: no other user may write it), for `key = sha256(source, flags, compiler
 version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
 
 - `<stem>.c`: the source, kept so users can read it and so compiler messages point at a real file;
@@ -25,13 +26,19 @@ version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
 
 `cached_build` is that protocol for any build step (`kiln.runtime.parallel_build` caches object
 files and linked libraries with it); `publish_entry` moves a library built elsewhere into an
-entry (kiln.compile's model cache).
+entry (kiln.compile's model cache), as a hard link to an entry with the same bytes when there is
+one; `build_inputs` keeps files a build reads (a weight blob) only while builds use them. Every
+compiler runs through `kiln.runtime.child_process.run_tool`: it dies with kiln, SIGKILL included.
+A hit marks its entry used, and a store may evict least recently used entries
+(`disk_cache.stored`, ``KILN_CACHE_MAX_BYTES``).
 
 Invariants:
 - A library path returned by `compile_c` was verified against its sidecar digest.
 - Files are only ever published with `os.replace` from a temp file in the same directory, so a
   reader never sees a half-written `.so`; concurrent builders of one key compile once (the others
-  wait on the lock, then find the entry) and leave exactly one `.so`.
+  wait on the lock, then find the entry) and leave exactly one `.so`. Temp files carry the
+  writer's pid and are removed on any failure (a full disk included); a killed writer's are
+  removed by the next process (`disk_cache`). A library whose digest cannot be written is removed.
 - A corrupted entry (digest mismatch, missing sidecar, a file that is not a shared library) is
   rebuilt; `discard_entry` drops an entry whose library fails to load despite a matching digest
   (`kiln.runtime.module.build_module` then builds it once more).
@@ -51,9 +58,7 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,6 +66,8 @@ import tvm_ffi.libinfo
 
 from kiln import config
 from kiln.errors import KilnError, ToolchainError
+from kiln.runtime import disk_cache
+from kiln.runtime.child_process import run_tool
 
 # NOTE: -fno-trapping-math (clang's default) lets GCC vectorize float min/max followed by other
 # arithmetic and floorf; without it `max(x, 0) * 2` over 1M floats ran 46x slower. Results are
@@ -117,7 +124,7 @@ def compiler_version(cc: tuple[str, ...]) -> str:
 def _ask_compiler(cmd: list[str]) -> str:
     """The standard output of compiler command ``cmd``; `ToolchainError` when it fails."""
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = run_tool(cmd)
     except OSError as e:
         raise ToolchainError(cmd, f"cannot run the C compiler: {e}. {_FIX_HINT}") from e
     if proc.returncode != 0:
@@ -157,7 +164,7 @@ def resolve_march(cc: tuple[str, ...], march: str) -> str:
         return march
     cmd = [*cc, "-march=native", "-Q", "--help=target"]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+        out = run_tool(cmd).stdout
     except OSError:
         return march
     found = re.search(r"^\s*-march=\s+(\S+)\s*$", out, re.MULTILINE)
@@ -273,17 +280,62 @@ def is_valid_entry(path: Path) -> bool:
 def publish_entry(built: Path, dest: Path) -> None:
     """Move the library ``built`` (a file in ``dest``'s directory) into place as the cache
     entry ``dest``, then write its digest, under the entry's lock; readers see the old entry
-    or the whole new one."""
+    or the whole new one. When the cache root already holds a library entry with the same
+    bytes (the toolchain's copy of an exported model), ``dest`` becomes a hard link to it and
+    ``built`` is dropped: the bytes are stored once."""
     cache_dir = dest.parent
     _check_entry_paths([dest, dest.with_name(dest.name + ".sha256")], cache_dir)
     with _locked(dest.with_suffix(".lock"), cache_dir):
         try:
             digest = _sha256_file(built)
-            os.chmod(built, 0o755)
-            os.replace(built, dest)
-            _atomic_write(dest.with_name(dest.name + ".sha256"), (digest + "\n").encode())
+            twin = _same_library(built.stat().st_size, digest, config.load().cache_dir)
+            if twin is not None:
+                linked = disk_cache.temp_path(dest)
+                try:
+                    linked.unlink()
+                    os.link(twin, linked)
+                except OSError:  # NOTE: no hard links here (another filesystem): keep a copy
+                    linked.unlink(missing_ok=True)
+                else:
+                    built.unlink()
+                    built = linked
+            try:
+                _publish_file(built, dest, digest)
+            finally:
+                built.unlink(missing_ok=True)
         except OSError as e:
             raise _cache_fault(dest, f"cannot be written ({e.strerror})", cache_dir) from e
+    disk_cache.stored(dest, dest.with_name(dest.name + ".sha256"))
+
+
+def _same_library(size: int, digest: str, folder: Path) -> Path | None:
+    """A valid library entry of ``folder`` with ``size`` bytes whose digest is ``digest``."""
+    for lib in folder.glob("*.so"):
+        try:
+            if lib.stat().st_size != size:
+                continue
+        except OSError:
+            continue
+        try:
+            recorded = lib.with_name(lib.name + ".sha256").read_text().strip()
+        except OSError:
+            continue
+        if recorded == digest and is_valid_entry(lib):
+            return lib
+    return None
+
+
+def _publish_file(tmp: Path, out: Path, digest: str) -> None:
+    """Publish the finished file ``tmp`` as the cache file ``out``, then its digest.
+    NOTE: a library whose digest cannot be written (a full disk) is no entry: it is removed, so
+    a failed publish leaves nothing half-made behind."""
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, out)
+    try:
+        _atomic_write(out.with_name(out.name + ".sha256"), (digest + "\n").encode())
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
 
 
 def discard_entry(lib: Path) -> None:
@@ -295,16 +347,49 @@ def discard_entry(lib: Path) -> None:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see either the old file or the whole new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write `data` to `path` so that readers see either the old file or the whole new one
+    (through a `disk_cache.temp_path`, removed when the write fails)."""
+    tmp = disk_cache.temp_path(path)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        tmp.write_bytes(data)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def build_inputs(files: Mapping[Path, bytes]) -> Iterator[None]:
+    """Keep ``files`` (content-addressed names in the cache: ``name-<digest>.<suffix>``) on
+    disk while a build reads them; the last of the processes using them removes them, so an
+    input that is only read while building (a weight blob) is not kept beside the library
+    built from it.
+
+    NOTE: users hold a shared flock on the first file's ``.lock`` while they write and build;
+    one that can then take it exclusively is the last and removes the files. A process that
+    comes later writes them again."""
+    paths = list(files)
+    lock = paths[0].with_suffix(".lock")
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_RDONLY, 0o644)
+    except OSError as e:
+        problem = f"cannot be opened as a lock file ({e.strerror})"
+        raise _cache_fault(lock, problem, lock.parent) from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        for path, data in files.items():
+            if not (path.is_file() and path.stat().st_size == len(data)):
+                _atomic_write(path, data)
+        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # another process is building from them: it removes them
+        for path in paths:
+            path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -330,14 +415,14 @@ def _run_compiler(cc: list[str], flags: tuple[str, ...], src: Path, lib: Path) -
 
 def run_and_publish(command: Callable[[Path], list[str]], src: Path, out: Path) -> None:
     """Run the compiler command ``command(tmp)`` writing a temp file beside ``out``, then
-    publish that file as ``out`` with its compiler log and digest (see module docstring)."""
-    fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    cmd = command(tmp)
+    publish that file as ``out`` with its compiler log and digest (see module docstring).
+    The temp file is removed whatever happens (a compiler error, a full disk, an interrupt:
+    `run_tool` kills the compiler first)."""
+    tmp = disk_cache.temp_path(out)
     try:
+        cmd = command(tmp)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            proc = run_tool(cmd)
         except OSError as e:
             raise ToolchainError(cmd, f"cannot run the C compiler: {e}", str(src)) from e
         if proc.returncode != 0:
@@ -345,10 +430,7 @@ def run_and_publish(command: Callable[[Path], list[str]], src: Path, out: Path) 
         _check_output(cmd, tmp, src, proc.stderr or proc.stdout)
         # NOTE: the log is published before the library, so a valid entry always has its log.
         _atomic_write(out.with_suffix(".log"), proc.stderr.encode())
-        digest = _sha256_file(tmp)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, out)
-        _atomic_write(out.with_name(out.name + ".sha256"), (digest + "\n").encode())
+        _publish_file(tmp, out, _sha256_file(tmp))
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -395,16 +477,9 @@ def compile_c(
 
 
 def cache_directory() -> Path:
-    """The kiln cache directory, created when missing."""
-    cache_dir = config.load().cache_dir
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise KilnError(
-            f"cannot create the kiln cache directory {cache_dir}: {e}; "
-            "set KILN_CACHE_DIR to a writable directory"
-        ) from e
-    return cache_dir
+    """The kiln cache directory, created (mode 0700) when missing and checked to be safe
+    (`kiln.runtime.disk_cache.cache_root`)."""
+    return disk_cache.cache_root()
 
 
 def cached_build(
@@ -423,16 +498,24 @@ def cached_build(
     lib = cache_dir / f"{stem}{suffix}"
     digest = cache_dir / f"{stem}{suffix}.sha256"
     if _is_valid_entry(lib, digest):
-        return lib
+        return _hit(lib)
     src, lock = cache_dir / f"{stem}{source_suffix}", cache_dir / f"{stem}.lock"
     _check_entry_paths([lib, digest, src, lock, lib.with_suffix(".log")], cache_dir)
     with _locked(lock, cache_dir):
         if _is_valid_entry(lib, digest):  # another process built it while we waited
-            return lib
+            return _hit(lib)
         try:
             _atomic_write(src, source.encode())
             build(src, lib)
         except OSError as e:  # the compiler's own failures are ToolchainErrors, not OSErrors
             where = Path(e.filename) if e.filename else cache_dir
             raise _cache_fault(where, f"cannot be written ({e.strerror})", cache_dir) from e
+    disk_cache.stored(lib, digest, src, lib.with_suffix(".log"))
+    return lib
+
+
+def _hit(lib: Path) -> Path:
+    """``lib``, a valid entry, marked used (for the size cap's LRU order)."""
+    disk_cache.touch(lib)
+    disk_cache.note_in_use(lib)
     return lib
