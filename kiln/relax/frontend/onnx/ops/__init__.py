@@ -226,6 +226,7 @@ def shape_of_value(v: Any) -> np.ndarray:
 from kiln.relax.frontend.onnx.ops import (  # noqa: E402
     attention,
     elementwise,
+    indexing,
     loss,
     nn,
     quantize,
@@ -240,6 +241,7 @@ __all__ = [
     "Node",
     "converter",
     "elementwise",
+    "indexing",
     "loss",
     "nn",
     "quantize",
