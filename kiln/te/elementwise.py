@@ -1,7 +1,7 @@
 """Element-wise computes over tensors of broadcast-compatible shapes (numpy rules).
 
 Shapes are aligned at their last dimension; a dimension of 1 stretches. A symbolic dimension
-matches itself or 1; a symbolic dimension against a different symbolic or constant one (other
+matches itself (or an expression of the same structure) or 1; a symbolic dimension against a different symbolic or constant one (other
 than 1) cannot be checked statically and is rejected, as are two different constants.
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kiln.errors import IRValueError
+from kiln.ir.structural import structural_equal
 from kiln.te.operation import compute
 from kiln.te.tensor import Tensor
 from kiln.tir.expr import IntImm, PrimExpr, as_const_int, convert, is_const_int
@@ -24,7 +25,9 @@ def _merge(a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
         return a
     if is_const_int(a) and is_const_int(b):
         return a if as_const_int(a) == as_const_int(b) else None
-    return a if a is b else None
+    # NOTE: dims are compared by structure: a graph's ``batch * 4`` reaches TE as different
+    # objects from different operands.
+    return a if a is b or structural_equal(a, b) else None
 
 
 def broadcast_shape(*shapes: Any, op: str = "broadcast", names: Any = None) -> tuple[PrimExpr, ...]:

@@ -155,6 +155,14 @@ def test_broadcast_shape_rules():
     _raises(lambda: te.broadcast_shape((n,), (te.size_var("m"),)), "cannot broadcast")
 
 
+def test_broadcast_shape_matches_equal_expressions_that_are_different_objects():
+    n = te.size_var("n")
+    a, b = n * 4, n * 4  # as a graph's operands reach TE: equal, not the same object
+    assert a is not b
+    assert te.broadcast_shape((a, 16), (b, 16))[0] is a
+    _raises(lambda: te.broadcast_shape((n * 4,), (n * 2,)), "cannot broadcast")
+
+
 def test_elementwise_broadcasts_and_names_operator():
     A = te.placeholder((4, 3), name="A")
     b = te.placeholder((3,), name="b")
