@@ -9,11 +9,12 @@ NVRTC comes from the `kiln[cuda]` extra: `cuda-bindings` (its Python bindings), 
 ``-default-device`` option makes unannotated functions ``__device__`` functions, which lets the
 C helpers shared with CodeGenC compile as device code.
 
-Cache layout (in `config.load().cache_dir`), for ``key = sha256(source, options, NVRTC version)``
-and ``stem = <name_hint>-<key[:32]>``: ``<stem>.cu`` (the source, kept for reading and for
-error messages), ``<stem>.cubin`` and ``<stem>.cubin.sha256`` (valid only when it matches), and
-``<stem>.lock`` serializing builders of one key. NVRTC errors raise `ToolchainError` with the
-NVRTC log and the kept ``.cu`` path; a missing NVRTC raises `ToolchainError` naming the extra.
+Cache layout (in `config.load().cache_dir`, made and checked by `toolchain.cache_directory`),
+for ``key = sha256(source, options, NVRTC version)`` and ``stem = <name_hint>-<key[:32]>``:
+``<stem>.cu`` (the source, kept for reading and for error messages), ``<stem>.cubin`` and
+``<stem>.cubin.sha256`` (valid only when it matches), and ``<stem>.lock`` serializing builders
+of one key. NVRTC errors raise `ToolchainError` with the NVRTC log and the kept ``.cu`` path; a
+missing NVRTC raises `ToolchainError` naming the extra.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kiln import config
-from kiln.errors import KilnError, ToolchainError
-from kiln.runtime.toolchain import _atomic_write, _is_valid_entry, _locked, _stem
+from kiln.errors import ToolchainError
+from kiln.runtime.toolchain import _atomic_write, _is_valid_entry, _locked, _stem, cache_directory
 
 INSTALL_HINT = "install kiln's CUDA extra: pip install 'kiln[cuda]'"
 
@@ -122,11 +122,7 @@ def compile_cuda(
     """Compile CUDA ``source`` for ``arch`` to a CUBIN, through the on-disk cache."""
     opts = nvrtc_options(arch, options)
     key = cuda_cache_key(source, opts)
-    cache_dir = config.load().cache_dir
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise KilnError(f"cannot create the kiln cache directory {cache_dir}: {e}") from e
+    cache_dir = cache_directory()  # NOTE: created 0700 and checked, as for the C toolchain
     stem = _stem(name_hint, key)
     cubin, digest = cache_dir / f"{stem}.cubin", cache_dir / f"{stem}.cubin.sha256"
     if _is_valid_entry(cubin, digest):
