@@ -164,8 +164,9 @@ def _compiled(library: Any, path: Path) -> tuple[tvm_ffi.Module, Path]:
         if library is None:
             raise
         raise KilnError(
-            f"{path} carries no kiln runtime (it was written by an older kiln), and the runtime "
-            f"cannot be compiled here: {e}. Re-export it with this kiln"
+            f"{path} carries no kiln runtime (exported by an older kiln, or not by "
+            f"export_library), and the runtime cannot be compiled here: {e}. Re-export it with "
+            "this kiln"
         ) from e
     return tvm_ffi.load_module(str(lib)), lib
 
