@@ -10,7 +10,8 @@ Conventions of the emitted C:
   vector-extension typedefs (``float32x8``); bool vectors are 32-bit lane masks (-1/0);
 - storage-only floats (float16, bfloat16, fp8) are ``float`` values rounded after every
   operation and ``uint16_t``/``uint8_t`` in memory (see `c_prelude`);
-- vector min/max are a compare and a bit blend (`blend_min_max`); operations GCC vectors lack
+- float min/max propagate NaN (`min_max`); on vectors they are compares and a bit blend
+  (`blend_min_max`); operations GCC vectors lack
   (select, calls of scalar C functions, gathers) run lane
   by lane inside a GNU statement expression, which GCC vectorizes;
 - math builtins and floor division arrive lowered (`kiln.tir.transform.LowerIntrin`): the
@@ -243,20 +244,35 @@ class CExprEmitter(DeepWalker, ABC):
         )
 
     def expr_Min(self, e: E.BinaryOp) -> str:
-        blend = self.blend_min_max(e, "<")
-        return blend or self.helper_call(e, "min", "return a < b ? a : b;")
+        return self.min_max(e, "<")
 
     def expr_Max(self, e: E.BinaryOp) -> str:
-        blend = self.blend_min_max(e, ">")
-        return blend or self.helper_call(e, "max", "return a > b ? a : b;")
+        return self.min_max(e, ">")
 
-    def blend_min_max(self, e: E.BinaryOp, op: str) -> str | None:
-        """``a op b ? a : b`` on two vectors of a native type as one compare and a blend of the
-        bits, or None where that does not apply (scalars, storage-only floats, bools).
+    def min_max(self, e: E.BinaryOp, op: str) -> str:
+        """``a op b ? a : b`` (``op``: ``>`` for max, ``<`` for min), and for floats NaN where
+        either operand is NaN, as numpy's ``maximum``/``minimum`` and onnxruntime's ``Max``/
+        ``Min``: ``(a op b) | (a != a) ? a : b`` (a NaN ``b`` fails the comparison: ``b``).
+        NOTE: this is the one place that gives TIR ``Max``/``Min`` their NaN semantics, so relu,
+        clip, max/min reductions and pools and softmax's row maximum propagate NaN. C's
+        ``fmaxf``/``fminf`` (and x86 ``maxps`` alone) return the other operand instead. The
+        ``a != a`` test costs one more compare per vector and keeps GCC 12 vectorizing the
+        helper inside a pool's masked, strided loop (testing ``b == b`` instead did not); it
+        needs no fast-math flag, and ``-ffinite-math-only`` would fold it away."""
+        nan = e.dtype.element_of().is_float
+        blend = self.blend_min_max(e, op, nan)
+        if blend is not None:
+            return blend
+        test = f"((a {op} b) | (a != a))" if nan else f"a {op} b"
+        kind = "max" if op == ">" else "min"
+        return self.helper_call(e, kind, f"return {test} ? a : b;")
+
+    def blend_min_max(self, e: E.BinaryOp, op: str, nan: bool) -> str | None:
+        """`min_max` on two vectors of a native type as compares and a blend of the bits, or
+        None where that does not apply (scalars, storage-only floats, bools).
         NOTE: the lane-by-lane helper loop is not vectorized by GCC inside some unrolled nests
         (a 3x3 max pool ran as scalar ``vmaxss``); the blend compiles to ``vcmpps`` and
-        ``vpblendmd`` (AVX-512) everywhere, with the same result for every input, NaN included
-        (a comparison with NaN is false: ``b``)."""
+        ``vpblendmd`` (AVX-512) everywhere, with the same result for every input."""
         elem = e.dtype.element_of()
         if not self.BLEND_VECTORS or e.dtype.lanes == 1 or e.a.dtype.lanes != e.dtype.lanes:
             return None
@@ -267,7 +283,8 @@ class CExprEmitter(DeepWalker, ABC):
         vt = self.type_of(e.dtype)
         mt = self.type_of(DataType("int", elem.bits, e.dtype.lanes))
         a, b, m = self.temp(), self.temp(), self.temp()
-        mask = f"{mt} {m} = ({a} {op} {b});"
+        test = f"({a} {op} {b}) | ({a} != {a})" if nan else f"({a} {op} {b})"
+        mask = f"{mt} {m} = {test};"
         blend = f"({vt})((({mt}){a} & {m}) | (({mt}){b} & ~{m}))"
         return f"({{ {vt} {a} = {self.expr(e.a)}; {vt} {b} = {self.expr(e.b)}; {mask} {blend}; }})"
 

@@ -6,7 +6,9 @@
 elements is undefined); over a symbolic extent that is 0 at run time they give the reduction's
 identity (the lowest / highest value of the dtype). The result has the input's dtype and
 accumulates in it (as TVM does; numpy widens integer sums). ``mean`` is the sum followed by an
-element-wise scaling by ``1 / count`` and takes float tensors only.
+element-wise scaling by ``1 / count`` and takes float tensors only. ``max`` and ``min`` of
+float values holding a NaN are NaN (TIR ``Max``/``Min`` propagate NaN), and ``argmax`` /
+``argmin`` then give the first NaN's index, as numpy does.
 
 Every reduction is a ``COMM_REDUCE`` compute whose ``attrs`` also record ``"reduce_dims"`` (the
 reduced input axes), ``"reduce_ndim"`` (the input's rank) and ``"keepdims"``; the default
@@ -195,6 +197,8 @@ def _arg_reduce(op: str, x: Tensor, axis: Any, keepdims: bool, extreme: Tensor) 
     def body(*out_idx: PrimExpr) -> PrimExpr:
         idx = _input_index(x, dims, keepdims, out_idx, raxes)
         hit = x[idx].eq(extreme[tuple(out_idx)])
+        if x.dtype.is_float:  # a NaN extreme (max/min propagate NaN) is the first NaN's index
+            hit = hit | x[idx].ne(x[idx])
         return te.min(Select(hit, flat(raxes), max_value(i64)), axis=raxes)
 
     attrs = tag.attrs_for(tag.COMM_REDUCE, reduce_dims=dims, reduce_ndim=x.ndim, keepdims=keepdims)
