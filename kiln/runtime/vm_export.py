@@ -20,7 +20,8 @@ view keeps the library loaded (the blob tensor holds a reference to the tvm-ffi 
 
 The blob and the assembler file are written to the kiln cache directory under names derived
 from the blob's sha256 and passed to `compile_units` as extra inputs, so the build cache key covers
-the blob's content and exporting the same executable twice compiles once.
+the blob's content and exporting the same executable twice compiles once. They exist only while
+a link reads them (`toolchain.build_inputs`): the library holds the blob, and it is not kept twice.
 """
 
 from __future__ import annotations
@@ -35,11 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from kiln import config
 from kiln.errors import KilnError
 from kiln.runtime.module import Module, metadata_c_source
 from kiln.runtime.parallel_build import compile_units
-from kiln.runtime.toolchain import DEFAULT_FLAGS
+from kiln.runtime.toolchain import DEFAULT_FLAGS, build_inputs, cache_directory
 from kiln.runtime.vm_format import Executable, deserialize
 from kiln.runtime.vm_runtime import load_vm_runtime, runtime_units
 
@@ -127,18 +127,6 @@ def asm_source(blob: Path) -> str:
     )
 
 
-def _publish(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (content-addressed names: rewriting is harmless)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _library_source(exe: Executable, source: str | None) -> str:
     if source is not None:
         return source
@@ -170,20 +158,19 @@ def export_library(
     """
     blob = exe.serialize()
     digest = hashlib.sha256(blob).hexdigest()[:32]
-    cache = config.load().cache_dir
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = cache_directory()
     blob_path = cache / f"kiln_vm_blob-{digest}.bin"
     asm_path = cache / f"kiln_vm_blob-{digest}.s"
-    _publish(blob_path, blob)
-    _publish(asm_path, asm_source(blob_path).encode())
     base = DEFAULT_FLAGS if flags is None else tuple(flags)
     # NOTE: -lpthread is link-only (the cached objects of the units stay valid): the thread
     # pool's pthread calls resolve even where libc does not hold them and the flags lack -fopenmp.
     link = (*base, *(() if "-lpthread" in base else ("-lpthread",)), str(asm_path))
     own = units if units else (_library_source(exe, source),)
-    lib, _, _ = compile_units(
-        (*own, *runtime_units(), blob_c_source()), flags=link, name_hint="kiln_vm_model"
-    )
+    # NOTE: the blob is only read while linking: the library holds it, so it is not kept
+    with build_inputs({blob_path: blob, asm_path: asm_source(blob_path).encode()}):
+        lib, _, _ = compile_units(
+            (*own, *runtime_units(), blob_c_source()), flags=link, name_hint="kiln_vm_model"
+        )
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
