@@ -15,6 +15,8 @@
 - `FunctionNotFoundError`: a built module has no exposed function of that name.
 - `FrontendError`: a model (ONNX, torch) the frontends cannot import or run as given: names the
   file, node or input and what was expected.
+- `KernelIndexError`: a kernel met an index outside its tensor's axis at run time (a gather's
+  index input): names the kernel, the operator, the index and the valid range. An `IndexError`.
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ class ToolchainError(KilnError):
         if src_path:
             msg += f"\n(source kept at {src_path})"
         super().__init__(msg)
+
+
+class KernelIndexError(KilnError, IndexError):
+    """An index read at run time (a gather's or take's index input) is outside the axis it
+    indexes; raised from generated C (registered with tvm-ffi by `kiln.runtime`)."""
 
 
 class FrontendError(KilnError, ValueError):

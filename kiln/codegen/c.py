@@ -57,7 +57,14 @@ from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
 
-ERROR_KINDS = ("ValueError", "TypeError", "IndexError", "RuntimeError", "MemoryError")
+ERROR_KINDS = (
+    "ValueError",
+    "TypeError",
+    "IndexError",
+    "RuntimeError",
+    "MemoryError",
+    "KernelIndexError",  # kiln.errors.KernelIndexError, registered with tvm-ffi by kiln.runtime
+)
 
 
 @dataclass
@@ -340,8 +347,15 @@ class CodeGenC(CExprEmitter):
 
     def stmt_AssertStmt(self, s: S.AssertStmt) -> None:
         kind, message = assert_message(s.message)
-        self.prelude.need("raise")
-        raise_ = f"kiln_raise({c_string(kind)}, {c_string(message)});"
+        values = message_values(s.message)
+        if values:  # NOTE: evaluated only on failure, inside the guard
+            self.prelude.need("raise_fmt")
+            args = "".join(f", (long long)({self.expr(v)})" for v in values)
+            fmt = c_string(printf_format(message))
+            raise_ = f"kiln_raise_fmt({c_string(kind)}, {fmt}{args});"
+        else:
+            self.prelude.need("raise")
+            raise_ = f"kiln_raise({c_string(kind)}, {c_string(message)});"
         self.emit_guard(f"!{self.expr(s.condition)}", (raise_,))
         self.stmt(s.body)
 
@@ -559,12 +573,25 @@ class CodeGenC(CExprEmitter):
 
 
 def assert_message(message: E.PrimExpr) -> tuple[str, str]:
-    """(Python exception kind, text) of an assert message; ``"TypeError: ..."`` picks the kind."""
+    """(Python exception kind, text) of an assert message; ``"TypeError: ..."`` picks the kind.
+    For a ``tir.format`` message the text is its template (`message_values` fills it)."""
+    if is_op(message, "format") and message.args and isinstance(message.args[0], E.StringImm):
+        message = message.args[0]  # type: ignore[union-attr]
     text = message.value if isinstance(message, E.StringImm) else str(message)
     for kind in ERROR_KINDS:
         if text.startswith(kind + ": "):
             return kind, text[len(kind) + 2 :]
     return "RuntimeError", text
+
+
+def message_values(message: E.PrimExpr) -> tuple[E.PrimExpr, ...]:
+    """The integers a ``tir.format`` message puts in place of its ``{}``s (none otherwise)."""
+    return tuple(message.args[1:]) if is_op(message, "format") else ()  # type: ignore[union-attr]
+
+
+def printf_format(text: str) -> str:
+    """A message template as a printf format: ``%`` escaped, each ``{}`` a ``%lld``."""
+    return text.replace("%", "%%").replace("{}", "%lld")
 
 
 def is_noalias(func: PrimFunc) -> bool:

@@ -119,6 +119,17 @@ static void kiln_raise(const char* kind, const char* msg) {
 }
 """
 
+_RAISE_FMT = r"""
+static void kiln_raise_fmt(const char* kind, const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  TVMFFIErrorSetRaisedFromCStr(kind, msg);
+}
+"""
+
 _PARALLEL_ERRORS = r"""
 /* Errors inside an OpenMP region: the raising thread moves its error out of its thread-local slot
    into a shared one (first error wins); the thread that started the region raises it again. */
@@ -193,6 +204,7 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fp8": (_FP8, ("small_float",)),
     "alloc": (_ALLOC, ()),
     "raise": (_RAISE, ()),
+    "raise_fmt": (_RAISE_FMT, ()),
     "parallel_errors": (_PARALLEL_ERRORS, ()),
     "pending": (_PENDING, ()),
     "thread_pool": (_THREAD_POOL, ()),

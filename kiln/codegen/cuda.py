@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
-from kiln.codegen.c import CodeGenC, Exit, FuncState, assert_message
+from kiln.codegen.c import (
+    CodeGenC,
+    Exit,
+    FuncState,
+    assert_message,
+    message_values,
+    printf_format,
+)
 from kiln.codegen.c_expr import c_string, is_op
 from kiln.codegen.c_prelude import storage_float_suffix
 from kiln.codegen.cuda_prelude import NATIVE_FLOATS, CudaPrelude
@@ -151,9 +158,15 @@ class CodeGenCUDA(CodeGenC):
 
     def stmt_AssertStmt(self, s: S.AssertStmt) -> None:
         _, message = assert_message(s.message)
-        text = c_string(f"kiln: assertion failed in {self.fn.label}: {message}\n")
+        values = message_values(s.message)
+        text = f"kiln: assertion failed in {self.fn.label}: {message}\n"
+        if values:
+            args = "".join(f", (long long)({self.expr(v)})" for v in values)
+            printf = f"printf({c_string(printf_format(text))}{args});"
+        else:
+            printf = f'printf("%s", {c_string(text)});'
         self.emit(f"if (!{self.expr(s.condition)}) {{")
-        self.emit(f'{self.INDENT}printf("%s", {text});')
+        self.emit(self.INDENT + printf)
         self.emit(f"{self.INDENT}__trap();")
         self.emit("}")
         self.stmt(s.body)

@@ -13,7 +13,12 @@ from kiln import config
 
 config.apply_openmp_defaults()  # before tvm_ffi (and through it libgomp) is first loaded
 
+import tvm_ffi  # noqa: E402
+
 import kiln.runtime.thread_pool  # noqa: E402,F401  (registers kiln.runtime.thread_pool)
+from kiln.errors import KernelIndexError  # noqa: E402
+
+tvm_ffi.register_error("KernelIndexError", KernelIndexError)  # raised by generated C by name
 from kiln.runtime.cuda_runtime import is_available as cuda_available  # noqa: E402
 from kiln.runtime.cuda_runtime import unavailable_reason as cuda_unavailable_reason  # noqa: E402
 from kiln.runtime.function import ArgInfo, LibraryFunction  # noqa: E402

@@ -48,6 +48,11 @@ _TABLE: dict[str, tuple[CallEffect, int]] = {
     "shift_right": (_P, 2),
     "popcount": (_P, 1),
     "vector_all": (_P, 1),
+    # ``assert_in_range(v, lo, hi, what)`` is ``v``, which must lie in ``[lo, hi)``: LowerIntrin
+    # places the run-time check before the statement (`kiln.tir.analysis.zero_division`)
+    "assert_in_range": (_P, 4),
+    # ``format("text {} more {}", a, b)``: an assert message with integer values filled in
+    "format": (_P, -1),
     # a hint to fetch the cache line of an element: ``prefetch(buf[i])``; the element may lie past
     # the buffer's end (a prefetch never faults and is never dereferenced)
     "prefetch": (_R, 1),  # every lane of a bool vector is true (LowerIntrin's lane guards)

@@ -81,6 +81,12 @@ def prefetch(load: PrimExpr) -> Call:
     return Call(DataType.parse("int32"), builtin.op("prefetch"), (load,))
 
 
+def assert_in_range(value: PrimExpr, lo: PrimExpr, hi: PrimExpr, what: str) -> Call:
+    """``value``, checked at run time to lie in ``[lo, hi)`` (all of one dtype); a failure raises
+    `KernelIndexError` naming ``what``, the value and the range (`LowerIntrin` places the check)."""
+    return Call(value.dtype, builtin.op("assert_in_range"), (value, lo, hi, StringImm(what)))
+
+
 def access_ptr(buf: Buffer, mask: str = "rw", offset: Any = 0, extent: Any = None) -> Call:
     """``tvm_access_ptr(type_annotation, data, offset, extent, rw_mask)`` for ``buf``."""
     bits = (1 if "r" in mask else 0) | (2 if "w" in mask else 0)

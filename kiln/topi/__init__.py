@@ -74,6 +74,7 @@ from kiln.topi.tag import Pattern, pattern_of
 from kiln.topi.transform import (
     concatenate,
     gather,
+    gather_nd,
     pad,
     reshape,
     split,
@@ -108,6 +109,7 @@ __all__ = [
     "full",
     "full_like",
     "gather",
+    "gather_nd",
     "gelu",
     "greater",
     "greater_equal",

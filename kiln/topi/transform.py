@@ -8,13 +8,17 @@ slicing, split); errors name the operator and the tensor.
 
 Indices of ``take``/``gather`` are read at run time; ``mode`` says what an out-of-range index does:
 ``"clip"`` (default) clamps it into ``[0, n - 1]`` (negative indices become 0), ``"wrap"`` takes
-it modulo ``n`` (so -1 is the last element, as in Python), ``"fast"`` is *unchecked*: it trusts
-the index, and an out-of-range one reads outside the tensor (undefined behaviour: garbage or a
-crash), so use it only for indices known to be valid.
+it modulo ``n`` (so -1 is the last element, as in Python), ``"raise"`` (numpy's and ONNX's rule)
+accepts ``[-n, n - 1]``, a negative index counting from the end once, and raises an ``IndexError``
+at run time for any other, naming the operator, the index and the range (the check is a
+``tir.assert_in_range`` that `LowerIntrin` places before the statement, out of the loops it does
+not depend on; indices `kiln.arith` proves in range are not checked); ``"fast"`` is *unchecked*:
+it trusts the index, and an out-of-range one reads outside the tensor (undefined behaviour:
+garbage or a crash), so use it only for indices known to be valid. Every mode compares in a type
+that holds both the index and the extent (an int64 index ``2**40`` is never narrowed first).
 
-NOTE: the default is the checked ``"clip"``, TVM's topi default, rather than numpy's ``"raise"``:
-a kernel has no cheap way to stop with an error from inside a vectorized or parallel loop, and
-clamping keeps every read inside the tensor at the cost of one min/max per index.
+NOTE: the default stays ``"clip"``, TVM's topi default (a TVM test keeps its meaning); the graph
+level (`kiln.relax.op.take`, ``gather_elements``) and the frontends use ``"raise"``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from kiln import te
 from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.buffer import index_dtype_of
-from kiln.tir.expr import Cast, FloorMod, Max, Min, PrimExpr, convert
+from kiln.tir.expr import Cast, FloorMod, Max, Min, PrimExpr, Select, Sub, convert
+from kiln.tir.op import assert_in_range
 from kiln.topi import tag
 from kiln.topi.utils import (
     as_operand,
@@ -281,26 +286,40 @@ def pad(x: Tensor, pad_width: Any, pad_value: Any = 0, name: str = "T_pad") -> T
     return _injective(shape, f, name)
 
 
-def _index_value(v: PrimExpr, n: PrimExpr, mode: str) -> PrimExpr:
-    """The index read for index value ``v`` into an axis of extent ``n`` under ``mode``.
+def _index_value(v: PrimExpr, n: PrimExpr, mode: str, what: str) -> PrimExpr:
+    """The index read for index value ``v`` into an axis of extent ``n`` under ``mode``
+    (``what`` names the operator, axis and tensor in a ``"raise"`` error).
 
     NOTE: an index of a type wider than the extent's (int64 indices, uint32 ones into an int32
-    axis) is clipped or wrapped in its own type before it is narrowed: narrowing first would
-    turn ``2**32`` into 0 and ``2**31`` into a negative index."""
-    if mode != "fast" and (
-        v.dtype.bits > n.dtype.bits or (v.dtype.is_uint and v.dtype.bits >= n.dtype.bits)
-    ):
-        return Cast(n.dtype, _clip_or_wrap(v, Cast(v.dtype, n), mode))
+    axis) is clipped, wrapped or checked in its own type before it is narrowed: narrowing first
+    would turn ``2**32`` into 0 and ``2**31`` into a negative index."""
+    if mode == "fast":
+        return Cast(n.dtype, v) if v.dtype != n.dtype else v
+    if v.dtype.bits > n.dtype.bits or (v.dtype.is_uint and v.dtype.bits >= n.dtype.bits):
+        wide = Cast(v.dtype, n)
+        return Cast(n.dtype, _bounded(v, wide, mode, what))
     v = Cast(n.dtype, v) if v.dtype != n.dtype else v
-    return v if mode == "fast" else _clip_or_wrap(v, n, mode)
+    return _bounded(v, n, mode, what)
 
 
-def _clip_or_wrap(v: PrimExpr, n: PrimExpr, mode: str) -> PrimExpr:
-    """``v`` clamped into ``[0, n - 1]`` (``"clip"``) or taken modulo ``n`` (``"wrap"``)."""
+def _bounded(v: PrimExpr, n: PrimExpr, mode: str, what: str) -> PrimExpr:
+    """``v`` (of ``n``'s dtype) clamped into ``[0, n - 1]`` (``"clip"``), taken modulo ``n``
+    (``"wrap"``), or checked to lie in ``[-n, n)`` and counted from the end when negative
+    (``"raise"``; unsigned indices in ``[0, n)``)."""
     if mode == "wrap":
         return FloorMod(v, n)
+    if mode == "raise":
+        zero = convert(0, v.dtype)
+        if v.dtype.is_uint:
+            return assert_in_range(v, zero, n, what)
+        checked = assert_in_range(v, Sub(zero, n), n, what)
+        return Select(checked < zero, v + n, v)  # NOTE: the check is evaluated once
     top = n - convert(1, n.dtype)
     return Min(v, top) if v.dtype.is_uint else Min(Max(v, convert(0, v.dtype)), top)
+
+
+MODES = ("clip", "wrap", "raise", "fast")
+"""What an out-of-range index does (module docstring)."""
 
 
 def _check_indices(op: str, indices: Any, mode: str) -> Tensor:
@@ -310,8 +329,8 @@ def _check_indices(op: str, indices: Any, mode: str) -> Tensor:
             f"{op}: indices tensor {indices.name!r} has dtype {indices.dtype}; expected an "
             "integer dtype"
         )
-    if mode not in ("clip", "wrap", "fast"):
-        raise IRValueError(f"{op}: mode must be 'clip', 'wrap' or 'fast', got {mode!r}")
+    if mode not in MODES:
+        raise IRValueError(f"{op}: mode must be 'clip', 'wrap', 'raise' or 'fast', got {mode!r}")
     return indices
 
 
@@ -339,9 +358,27 @@ def take(
     shape = (*a.shape[:ax], *indices.shape, *a.shape[ax + 1 :])
     k = indices.ndim
 
-    def f(*i: PrimExpr) -> PrimExpr:
-        v = _index_value(indices[i[ax : ax + k]], a.shape[ax], mode)
-        return a[(*i[:ax], v, *i[ax + k :])]
+    what = f"take on axis {ax} of tensor {a.name!r}"
+    n = a.shape[ax]
+    if mode == "raise":
+        # NOTE: checked once per index in a stage of their own, not once per element read:
+        # the copy's loops stay free of error exits (outlined to the thread pool, vectorized)
+        idx = te.compute(
+            indices.shape,
+            lambda *j: _index_value(indices[j], n, mode, what),
+            name=f"{name}_index",
+            tag=tag.INJECTIVE,
+            attrs=tag.attrs_for(tag.INJECTIVE, no_inline=True),
+        )
+
+        def f(*i: PrimExpr) -> PrimExpr:
+            return a[(*i[:ax], idx[i[ax : ax + k]], *i[ax + k :])]
+
+    else:
+
+        def f(*i: PrimExpr) -> PrimExpr:
+            v = _index_value(indices[i[ax : ax + k]], n, mode, what)
+            return a[(*i[:ax], v, *i[ax + k :])]
 
     return _injective(shape, f, name)
 
@@ -369,16 +406,57 @@ def gather(
                 f"than data tensor {data.name!r} ({ca})"
             )
 
+    what = f"gather on axis {ax} of tensor {data.name!r}"
+
     def f(*i: PrimExpr) -> PrimExpr:
-        v = _index_value(indices[i], data.shape[ax], mode)
+        v = _index_value(indices[i], data.shape[ax], mode, what)
         return data[(*i[:ax], v, *i[ax + 1 :])]
 
     return _injective(indices.shape, f, name)
 
 
+def gather_nd(
+    data: Tensor,
+    indices: Tensor,
+    batch_dims: int = 0,
+    mode: str = "raise",
+    name: str = "T_gather_nd",
+) -> Tensor:
+    """ONNX ``GatherND``: the last axis of ``indices`` (``k`` entries, a constant) addresses the
+    ``k`` axes of ``data`` after its first ``batch_dims`` (which ``indices`` shares);
+    ``out[b, r, t] = data[b, indices[b, r, 0], ..., indices[b, r, k - 1], t]``, of shape
+    ``indices.shape[:-1] + data.shape[batch_dims + k:]``. Each index is checked against its own
+    axis (``mode`` as in the module docstring; ``"raise"`` by default, as ONNX requires)."""
+    data = check_tensor("gather_nd", data)
+    indices = _check_indices("gather_nd", indices, mode)
+    k = const_int(indices.shape[-1]) if indices.ndim else None
+    b = batch_dims
+    if k is None or k < 1 or b < 0 or b + k > data.ndim or indices.ndim < b + 1:
+        raise IRValueError(
+            f"gather_nd: indices tensor {indices.name!r} of shape {show_shape(indices)} cannot "
+            f"address data tensor {data.name!r} of shape {show_shape(data)} with "
+            f"batch_dims={batch_dims} (the last extent must be a constant in 1..{data.ndim - b})"
+        )
+    for c in range(k):
+        _check_source_axis("gather_nd", data, b + c, indices)
+    shape = (*indices.shape[:-1], *data.shape[b + k :])
+    r = indices.ndim - 1  # output axes that come from indices
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        picked = []
+        for c in range(k):
+            where = (*i[:r], convert(c, indices.shape[-1].dtype))
+            what = f"gather_nd on axis {b + c} of tensor {data.name!r}"
+            picked.append(_index_value(indices[where], data.shape[b + c], mode, what))
+        return data[(*i[:b], *picked, *i[r:])]
+
+    return _injective(shape, f, name)
+
+
 __all__ = [
     "concatenate",
     "gather",
+    "gather_nd",
     "pad",
     "reshape",
     "split",

@@ -178,9 +178,9 @@ def test_take_and_gather_bad_input() -> None:
     x = te.placeholder((4, 6), name="x")
     i = te.placeholder((3,), "int32", name="i")
     with pytest.raises(
-        (IRError, IRValueError), match=r"take: mode must be 'clip', 'wrap' or 'fast'"
+        (IRError, IRValueError), match=r"take: mode must be 'clip', 'wrap', 'raise' or 'fast'"
     ):
-        topi.take(x, i, axis=0, mode="raise")
+        topi.take(x, i, axis=0, mode="bogus")
     with pytest.raises(
         (IRError, IRValueError), match=r"gather: indices tensor 'i' has rank 1 but data tensor"
     ):

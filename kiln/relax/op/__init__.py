@@ -51,6 +51,7 @@ from kiln.relax.op.manipulate import (
     expand_dims,
     flatten,
     gather_elements,
+    gather_nd,
     permute_dims,
     reshape,
     split,

@@ -1,5 +1,5 @@
 """Operators that rearrange data: ``permute_dims reshape expand_dims squeeze flatten concat
-split strided_slice take broadcast_to``.
+split strided_slice take broadcast_to gather_elements gather_nd``.
 
 ``reshape`` takes a shape (a `ShapeExpr`, possibly with one ``-1``, or a shape-valued variable);
 the element count must provably agree. ``split`` returns a tuple. Dims may be symbolic
@@ -384,6 +384,9 @@ def _infer_take(call: Call, ctx: Any) -> StructInfo:
     idx = tensor_sinfo(call, 1, "indices")
     if not idx.dtype.is_void and not idx.dtype.is_integer:
         raise fail(call, f"indices must be integers, got {describe(call.args[1])}")
+    if call.attrs.get("mode", "raise") not in topi.transform.MODES:
+        modes = ", ".join(repr(m) for m in topi.transform.MODES)
+        raise fail(call, f"mode must be one of {modes}, got {call.attrs.get('mode')!r}")
     axis = call.attrs.get("axis")
     if x.dims is None or idx.dims is None:
         ndim = (
@@ -406,8 +409,12 @@ def _legalize_take(call: Call, args: list[Any]) -> Any:
 
 
 @register_op("relax.take", infer=_infer_take, legalize=_legalize_take, pattern=Pattern.INJECTIVE)
-def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "fast") -> Call:
-    """``numpy.take``: elements of ``x`` along ``axis`` (None: flattened) picked by ``indices``."""
+def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "raise") -> Call:
+    """``numpy.take``: elements of ``x`` along ``axis`` (None: flattened) picked by ``indices``.
+
+    ``mode`` as in `kiln.topi.take`: the default ``"raise"`` accepts ``-n..n-1`` (a negative
+    index counts from the end) and raises ``IndexError`` at run time for any other index;
+    ``"fast"`` (unchecked) is for callers that have proved their indices in range."""
     return Call(Op.get("relax.take"), (as_expr(x), as_expr(indices)), attrs(axis=axis, mode=mode))
 
 
@@ -454,22 +461,8 @@ def _infer_gather_elements(call: Call, ctx: Any) -> StructInfo:
 
 
 def _legalize_gather_elements(call: Call, args: list[Any]) -> Any:
-    from kiln import te
-    from kiln.tir.expr import Cast, Select
-
     x, idx = args
-    ax = call.attrs["axis"] % len(x.shape)
-    extent = x.shape[ax]
-
-    def f(*i: Any) -> Any:
-        dt = i[ax].dtype  # NOTE: the index type of the loops (int32 for small static shapes)
-        k = idx[i]
-        k = k if k.dtype == dt else Cast(dt, k)
-        n = extent if extent.dtype == dt else Cast(dt, extent)
-        k = Select(k < IntImm(dt, 0), k + n, k)
-        return x[(*i[:ax], k, *i[ax + 1 :])]
-
-    return te.compute(idx.shape, f, name="T_gather_elements")
+    return topi.gather(x, call.attrs["axis"], idx, mode="raise", name="T_gather_elements")
 
 
 @register_op(
@@ -480,7 +473,43 @@ def _legalize_gather_elements(call: Call, args: list[Any]) -> Any:
 )
 def gather_elements(x: Expr, indices: Expr, axis: int = 0) -> Call:
     """``out[i][j][k] = x[indices[i][j][k]][j][k]`` for ``axis=0`` (numpy
-    ``take_along_axis``); negative indices count from the end."""
+    ``take_along_axis``); negative indices count from the end, and an index outside
+    ``-n..n-1`` raises ``IndexError`` at run time."""
     return Call(
         Op.get("relax.gather_elements"), (as_expr(x), as_expr(indices)), attrs(axis=int(axis))
+    )
+
+
+# -- gather_nd ------------------------------------------------------------------------------------
+def _infer_gather_nd(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 2)
+    x = tensor_sinfo(call, 0, "data")
+    idx = tensor_sinfo(call, 1, "indices")
+    if not idx.dtype.is_void and not idx.dtype.is_integer:
+        raise fail(call, f"indices must be integers, got {describe(call.args[1])}")
+    b = call.attrs["batch_dims"]
+    if x.dims is None or idx.dims is None:
+        return TensorStructInfo(None, x.dtype, -1)
+    k = idx.dims[-1].value if idx.dims and isinstance(idx.dims[-1], IntImm) else None
+    if k is None or b < 0 or k < 1 or b + k > len(x.dims) or len(idx.dims) < b + 1:
+        raise fail(
+            call,
+            f"indices {describe(call.args[1])} cannot address data {describe(call.args[0])} "
+            f"with batch_dims={b} (the last extent must be a constant in 1..{len(x.dims) - b})",
+        )
+    return out_tensor([*idx.dims[:-1], *x.dims[b + k :]], x.dtype)
+
+
+@register_op(
+    "relax.gather_nd",
+    infer=_infer_gather_nd,
+    legalize=lambda call, args: topi.gather_nd(args[0], args[1], call.attrs["batch_dims"]),
+    pattern=Pattern.INJECTIVE,
+)
+def gather_nd(x: Expr, indices: Expr, batch_dims: int = 0) -> Call:
+    """ONNX ``GatherND``: the last axis of ``indices`` addresses the axes of ``x`` after its
+    first ``batch_dims``; every index must lie in ``-n..n-1`` of its axis (a negative one counts
+    from the end), else the kernel raises ``KernelIndexError``."""
+    return Call(
+        Op.get("relax.gather_nd"), (as_expr(x), as_expr(indices)), attrs(batch_dims=int(batch_dims))
     )

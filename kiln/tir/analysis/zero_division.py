@@ -1,9 +1,18 @@
-"""Run-time guards against integer division by zero, for `LowerIntrin` on host functions.
+"""Run-time guards for `LowerIntrin`: integer division by zero, and index range checks.
 
-C's integer ``/`` and ``%`` by zero trap (SIGFPE on x86), killing the process. `guard_divisions`
+C's integer ``/`` and ``%`` by zero trap (SIGFPE on x86), killing the process. `place_guards`
 puts an `AssertStmt` before every statement that divides by an integer `kiln.arith` cannot prove
 non-zero, so the kernel raises a Python ``ValueError`` naming the division instead. A divisor
 that is the constant zero is a `PassError` at build time.
+
+The same placement serves index checks: ``tir.assert_in_range(v, lo, hi, what)`` (the value
+``v``, which must lie in ``[lo, hi)``; the gather operators of `kiln.topi` wrap the indices they
+read in it) becomes ``v`` and a guard raising `kiln.errors.KernelIndexError` (``<function>:
+<what>: index <v> is out of range [<lo>, <hi>)``, the values filled in at run time through a
+``tir.format`` message; a vector ``v`` is checked lane by lane and not shown). A check
+`kiln.arith` proves (a constant index, an index computed from the loops) is dropped, so proven
+indices cost nothing. Index checks are placed in device functions too (a failing one traps
+there); division guards only on the host.
 
 Where a guard goes:
 
@@ -11,14 +20,15 @@ Where a guard goes:
   ``Select`` / ``if_then_else`` or on the right of ``and`` / ``or`` is guarded under that
   branch's condition (``not c or k != 0``), as C evaluates only that branch; a divisor using a
   let-bound variable is guarded with the variable's value substituted;
-- it moves out of a loop whose variable it does not use when it reads no buffer and calls
-  nothing impure (a loop-invariant divisor is checked once, ``extent <= 0 or k != 0``, and the
-  loop stays free of error exits: parallel loops can still be outlined and vectorized ones
-  keep ``#pragma omp simd``); likewise out of ``if`` / ``assert`` (under their condition), lets
-  and allocations it does not use, and ahead of the earlier statements of a block;
-- one that must stay inside a vectorized loop (it reads a buffer or the loop variable) makes
-  that loop serial: C forbids leaving an ``omp simd`` loop, and integer division does not
-  vectorize anyway;
+- it moves out of a loop whose variable it does not use when it calls nothing impure and reads
+  no buffer the loop writes (a loop-invariant divisor is checked once, ``extent <= 0 or
+  k != 0``, and an index read by a row copy once per row; the loop stays free of error exits:
+  parallel loops can still be outlined and vectorized ones keep ``#pragma omp simd``); likewise
+  out of ``if`` / ``assert`` (under their condition), lets and allocations it does not use, and
+  ahead of the earlier statements of a block that write no buffer it reads;
+- one that must stay inside a vectorized loop (it reads the loop variable or a buffer the loop
+  writes) makes that loop serial: C forbids leaving an ``omp simd`` loop, and integer division
+  does not vectorize anyway;
 - a vector divisor is checked lane by lane (``tir.vector_all``), a broadcast one once.
 
 The entry of an exposed function computes the expected shapes of its arguments before the body
@@ -26,8 +36,7 @@ runs: a division there by a possibly-zero value is evaluated only when the divis
 and otherwise the expected value is the smallest of its dtype, so the entry's shape check fails
 with a ``ValueError`` (`guard_value`).
 
-Float division keeps IEEE semantics (inf / nan) and is never guarded. Device (GPU) functions get
-no guards: a kernel cannot raise.
+Float division keeps IEEE semantics (inf / nan) and is never guarded.
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from kiln.errors import PassError
 from kiln.ir.deep import DeepWalker, stack_safe
 from kiln.ir.op import CallEffect, Op
 from kiln.ir.structural import structural_equal
-from kiln.ir.visitor import pre_order_nodes
+from kiln.ir.visitor import Mutator, pre_order_nodes
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.analysis.problems import const_lanes, short
@@ -53,18 +62,22 @@ _PURE = (CallEffect.PURE, CallEffect.EXPR_ANNOTATION)
 
 @dataclass(frozen=True)
 class Guard:
-    """``cond`` must hold before the statement that divides in ``text`` runs."""
+    """``cond`` must hold before the statement that divides in ``text`` runs; an index check
+    carries its own ``message``."""
 
     cond: E.PrimExpr
     text: str
+    message: E.PrimExpr | None = None
 
 
-def guard_divisions(body: S.Stmt, where: str, pass_name: str) -> S.Stmt:
-    """``body`` with guards before its divisions by possibly-zero integers (module docstring);
-    ``where`` names the function in messages, ``pass_name`` the pass in errors."""
-    g = _Guards(where, pass_name)
+def place_guards(body: S.Stmt, where: str, pass_name: str, divisions: bool = True) -> S.Stmt:
+    """``body`` with guards before its index checks and (when ``divisions``) its divisions by
+    possibly-zero integers, and its ``assert_in_range`` calls replaced by their values (module
+    docstring); ``where`` names the function in messages, ``pass_name`` the pass in errors."""
+    g = _Guards(where, pass_name, divisions)
     new, guards = g.stmt(body)
-    return g.wrap(new, guards)
+    out = g.wrap(new, guards)
+    return _StripChecks().visit(out) if g.checks else out
 
 
 def guard_value(value: E.PrimExpr, where: str, pass_name: str) -> E.PrimExpr:
@@ -83,9 +96,11 @@ def guard_value(value: E.PrimExpr, where: str, pass_name: str) -> E.PrimExpr:
 
 
 class _Guards(DeepWalker):
-    def __init__(self, where: str, pass_name: str) -> None:
-        self.where, self.pass_name = where, pass_name
+    def __init__(self, where: str, pass_name: str, divisions: bool = True) -> None:
+        self.where, self.pass_name, self.divisions = where, pass_name, divisions
         self.an = Analyzer()
+        self.checks = 0  # index checks met
+        self.written: dict[int, frozenset[E.Var] | None] = {}
 
     # -- expressions: the guards of the divisions they evaluate -------------------------------
     def expr(self, root: Any, pc: E.PrimExpr | None = None) -> list[Guard]:
@@ -96,11 +111,16 @@ class _Guards(DeepWalker):
         while stack:
             e, pc, lets, divide = stack.pop()
             if divide:
-                guard = self.division(e, pc, lets)
+                check = _is_op(e, CHECK)
+                guard = self.index_check(e, pc, lets) if check else self.division(e, pc, lets)
                 if guard is not None:
                     out.append(guard)
             elif isinstance(e, E.PrimExpr) and not isinstance(e, _LEAVES):
-                if isinstance(e, E.INT_DIVISIONS) and e.dtype.element_of().is_integer:
+                if (
+                    self.divisions
+                    and isinstance(e, E.INT_DIVISIONS)
+                    and e.dtype.element_of().is_integer
+                ) or _is_op(e, CHECK):
                     stack.append((e, pc, lets, True))
                 stack.extend(reversed(_operands(e, pc, lets)))
         return out
@@ -123,6 +143,26 @@ class _Guards(DeepWalker):
             nonzero = E.Call(BOOL, Op.get("tir.vector_all"), (E.NE(b, zero),))
         cond = nonzero if pc is None else E.Or(E.Not(pc), nonzero)
         return Guard(cond, f"{short(e.a)} {_SYMBOL[type(e)]} {short(e.b)}")
+
+    def index_check(self, e: E.Call, pc: Any, lets: dict) -> Guard | None:
+        """The guard of ``assert_in_range(v, lo, hi, what)``: ``lo <= v < hi``."""
+        self.checks += 1
+        v, lo, hi = (substitute(a, lets) for a in e.args[:3])
+        what = e.args[3].value if isinstance(e.args[3], E.StringImm) else short(e)
+        head = f"KernelIndexError: {self.where}: {what}:"
+        inside: E.PrimExpr = E.And(E.LE(lo, v), E.LT(v, hi))
+        if self.an.can_prove(inside):
+            return None
+        message: E.PrimExpr
+        if v.dtype.lanes > 1:
+            inside = E.Call(BOOL, Op.get("tir.vector_all"), (inside,))
+            ends = [x.value if isinstance(x, E.Broadcast) else x for x in (lo, hi)]
+            message = E.StringImm(f"{head} an index is out of range [{ends[0]}, {ends[1]})")
+        else:
+            text = E.StringImm(f"{head} index {{}} is out of range [{{}}, {{}})")
+            message = E.Call(E.HANDLE, Op.get("tir.format"), (text, v, lo, hi))
+        cond = inside if pc is None else E.Or(E.Not(pc), inside)
+        return Guard(cond, what, message)
 
     def zero(self, e: E.BinaryOp) -> PassError:
         return PassError(
@@ -154,7 +194,7 @@ class _Guards(DeepWalker):
         scanned, returned = 0, False  # NOTE: earlier items are searched for a return lazily
         for k, item in enumerate(s.seq):
             new, guards = self.stmt(item)
-            up, stay = _split(guards, lambda g: _movable(g.cond))
+            up, stay = _split(guards, lambda g, before=s.seq[:k]: self.movable(g, before))
             if up:
                 returned = returned or any(_has_ret(x) for x in s.seq[scanned:k])
                 scanned = k
@@ -164,17 +204,49 @@ class _Guards(DeepWalker):
             items.append(self.wrap(new, stay))
         return S.SeqStmt(tuple(items), s.span), lifted
 
+    def movable(self, g: Guard, past: tuple[S.Stmt, ...]) -> bool:
+        """Whether ``g`` may move ahead of the statements ``past``: it calls nothing impure and
+        reads no buffer they may write."""
+        if not _pure(g.cond):
+            return False
+        read = {n.buffer.data for n in pre_order_nodes(g.cond) if isinstance(n, E.BufferLoad)}
+        if not read:
+            return True
+        for x in past:
+            w = self.writes(x)
+            if w is None or not read.isdisjoint(w):
+                return False
+        return True
+
+    def writes(self, s: S.Stmt) -> frozenset[E.Var] | None:
+        """The data pointers ``s`` stores through (None: it calls something that may write
+        anywhere), memoized per statement."""
+        if id(s) not in self.written:
+            out: set[E.Var] | None = set()
+            for n in pre_order_nodes(s):
+                if isinstance(n, S.BufferStore):
+                    out.add(n.buffer.data)  # type: ignore[union-attr]
+                elif isinstance(n, E.Call) and not (
+                    isinstance(n.op, Op) and n.op.effect in _PURE
+                ):
+                    out = None
+                    break
+            self.written[id(s)] = None if out is None else frozenset(out)
+        return self.written[id(s)]
+
     def loop(self, s: S.For) -> tuple[S.Stmt, list[Guard]]:
         outer = self.expr(s.min) + self.expr(s.extent)
         with self.an.bound_scope(s.loop_var, (s.min, s.extent)):
             body, guards = self.stmt(s.body)
-        up, inner = _split(guards, lambda g: _movable(g.cond) and not _uses(g.cond, s.loop_var))
+        up, inner = _split(
+            guards, lambda g: not _uses(g.cond, s.loop_var) and self.movable(g, (s.body,))
+        )
         kind = s.kind
         if inner and kind == S.ForKind.VECTORIZED:
             kind = S.ForKind.SERIAL  # NOTE: C forbids an error exit from an `omp simd` loop
         body = self.wrap(body, inner)
         empty = E.LE(s.extent, E.IntImm(s.extent.dtype, 0))
-        lifted = [Guard(E.Or(empty, g.cond), g.text) for g in up]
+        lifted = [replace(g, cond=E.Or(empty, g.cond)) for g in up]
         new = S.For(
             s.loop_var, s.min, s.extent, kind, body, s.thread_binding, s.annotations, s.span
         )
@@ -191,8 +263,8 @@ class _Guards(DeepWalker):
             other = self.wrap(other, g_else) if other is not None else None
             return S.IfThenElse(s.condition, then, other, s.span), before
         c = s.condition
-        lifted = [Guard(E.Or(E.Not(c), g.cond), g.text) for g in g_then]
-        lifted += [Guard(E.Or(c, g.cond), g.text) for g in g_else]
+        lifted = [replace(g, cond=E.Or(E.Not(c), g.cond)) for g in g_then]
+        lifted += [replace(g, cond=E.Or(c, g.cond)) for g in g_else]
         return S.IfThenElse(c, then, other, s.span), before + lifted
 
     def while_loop(self, s: S.While) -> tuple[S.Stmt, list[Guard]]:
@@ -224,7 +296,7 @@ class _Guards(DeepWalker):
             guards,
             lambda g: not any(_uses(g.cond, v) for v in bound) and (cond is None or _pure(cond)),
         )
-        lifted = up if cond is None else [Guard(E.Or(E.Not(cond), g.cond), g.text) for g in up]
+        lifted = up if cond is None else [replace(g, cond=E.Or(E.Not(cond), g.cond)) for g in up]
         body = self.wrap(body, stay)
         return _with_body(s, body), head + lifted
 
@@ -236,13 +308,26 @@ class _Guards(DeepWalker):
             cond = self.an.simplify(g.cond)
             if E.as_const_int(cond) == 1 or any(structural_equal(cond, k.cond) for k in kept):
                 continue
-            kept.append(Guard(cond, g.text))
+            kept.append(replace(g, cond=cond))
         for g in reversed(kept):
-            msg = f"ValueError: {self.where}: division by zero: the divisor of {g.text} is 0"
-            s = S.AssertStmt(g.cond, E.StringImm(msg), s, s.span)
+            msg = g.message
+            if msg is None:
+                msg = E.StringImm(
+                    f"ValueError: {self.where}: division by zero: the divisor of {g.text} is 0"
+                )
+            s = S.AssertStmt(g.cond, msg, s, s.span)
         return s
 
 
+class _StripChecks(Mutator):
+    """Every ``assert_in_range(v, ...)`` replaced by ``v`` (its guard is placed)."""
+
+    def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        e = self.generic_visit(e)
+        return e.args[0] if _is_op(e, CHECK) else e
+
+
+CHECK = "tir.assert_in_range"
 _NO_LETS: dict[E.Var, E.PrimExpr] = {}
 _LEAVES = (E.Var, E.IntImm, E.FloatImm, E.StringImm)
 _Part = tuple[Any, Any, dict, bool]
@@ -290,11 +375,6 @@ def _pure(e: E.PrimExpr) -> bool:
         if isinstance(n, E.Call) and not (isinstance(n.op, Op) and n.op.effect in _PURE):
             return False
     return True
-
-
-def _movable(e: E.PrimExpr) -> bool:
-    """Reads no buffer and calls nothing impure: its value cannot change between statements."""
-    return _pure(e) and not any(isinstance(n, E.BufferLoad) for n in pre_order_nodes(e))
 
 
 def _uses(e: E.PrimExpr, var: Any) -> bool:

@@ -22,6 +22,10 @@ Postconditions, per function (host C code, or CUDA device code, as the codegen w
   an ``AssertStmt`` before the statement (moved out of loops where the divisor is invariant)
   raises ``ValueError`` instead of the trap C's division by zero is
   (`kiln.tir.analysis.zero_division`); a divisor that is the constant 0 is a `PassError`.
+- in host and device code, ``tir.assert_in_range(v, lo, hi, what)`` (the index checks of the
+  gather operators) becomes ``v`` with an ``AssertStmt`` raising ``KernelIndexError`` with the
+  index and the range before the statement, moved out of loops the same way; checks
+  `kiln.arith` proves are dropped.
 
 ``min`` / ``max`` and the bitwise builtins stay: every C-like target prints them directly.
 """
@@ -46,7 +50,7 @@ from kiln.tir import expr as E
 from kiln.tir import op as tir_op
 from kiln.tir import stmt as S
 from kiln.tir.analysis.device import func_target, is_device_function
-from kiln.tir.analysis.zero_division import guard_divisions, guard_value
+from kiln.tir.analysis.zero_division import guard_value, place_guards
 from kiln.tir.attrs import PACKED_API
 from kiln.tir.builtin import MATH_OPS, MathOp
 from kiln.tir.function import PrimFunc, PrimFuncPass
@@ -70,7 +74,7 @@ class LowerIntrin(PrimFuncPass):
         targets = [t for t in (func_target(func), self.target) if t is not None]
         fast = device and any(t.kind == "cuda" and t.get("fast_math") for t in targets)
         lower = _Lower(cuda=device, fast_math=bool(fast), where=gv.name_hint)
-        body = func.body if device else guard_divisions(func.body, gv.name_hint, self.name)
+        body = place_guards(func.body, gv.name_hint, self.name, divisions=not device)
         out = func.with_body(lower.visit(body))
         api = out.get_attr(PACKED_API)
         if api is not None:  # the entry's shape checks are printed as C too

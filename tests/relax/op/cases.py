@@ -415,6 +415,19 @@ MANIPULATE = [
         sym=[[0], [0]],
     ),
     Case(
+        "relax.gather_nd",
+        lambda x, i: R.gather_nd(x, i),
+        [f32(3, 4, 5), np.array([[2, -1], [0, 3], [-3, 0]], dtype="int64")],
+        lambda x, i: x[tuple(i.T)],
+    ),
+    Case(
+        "relax.gather_nd",
+        lambda x, i: R.gather_nd(x, i, 1),
+        [f32(2, 4, 5), np.array([[[3], [0], [1]], [[2], [-4], [0]]], dtype="int32")],
+        lambda x, i: np.stack([x[b][i[b, :, 0]] for b in range(2)]),
+        name="batch",
+    ),
+    Case(
         "relax.image.resize",
         lambda x: R.image.resize(x, [2, 8, 6], [1.0, 2.0, 1.5], "nearest", "asymmetric", "floor"),
         [f32(2, 4, 4)],

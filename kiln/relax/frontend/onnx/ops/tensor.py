@@ -1,5 +1,5 @@
-"""Data movement: ``Transpose Flatten Squeeze Unsqueeze Concat Split Slice Gather Tile Trilu Pad
-OneHot DepthToSpace SpaceToDepth``.
+"""Data movement: ``Transpose Flatten Squeeze Unsqueeze Concat Split Slice Gather GatherND Tile
+Trilu Pad OneHot DepthToSpace SpaceToDepth``.
 
 Axes, splits, slice bounds and pads must be known at import time (attributes, constants, or
 symbolic dims for slice bounds).
@@ -135,7 +135,8 @@ def _slice(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
             raise FrontendError("a Slice with symbolic bounds needs step 1")
         lo, hi = _clamp(b, sizes[a], s), _clamp(e, sizes[a], s)
         idx = ctx.emit(R.arange(PrimValue(as_dim(lo)), PrimValue(as_dim(hi)), 1, "int64"))
-        out = ctx.emit(R.take(out, idx, a))
+        # NOTE: unchecked: 0 <= lo <= hi <= n, so the range holds only valid indices
+        out = ctx.emit(R.take(out, idx, a, mode="fast"))
     return out
 
 
@@ -147,23 +148,33 @@ def _bounds(ctx: Ctx, node: Node, ins: list[Any], name: str, index: int) -> list
 
 @converter("Gather")
 def _gather(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    """``take`` with ONNX's index rule: ``-n..n-1`` is valid, a negative index counts from the
+    end once, and any other index is an error (at import for constant indices, at run time,
+    as ``IndexError`` naming the index and the range, otherwise)."""
     x = ctx.tensor(ins, 0)
     axis = node.attrs.get("axis", 0) % ndim(x)
     idx = ins[1]
     extent = dim_values(x)[axis]
-    if V.is_const(idx):
-        idx = idx.astype(np.int64)
-        if (idx < 0).any():
-            if isinstance(extent, PrimExpr):
-                raise FrontendError("negative Gather indices on a symbolic axis")
-            idx = np.where(idx < 0, idx + extent, idx)
-        return ctx.emit(R.take(x, ctx.expr(idx), axis))
-    ie = ctx.expr(idx)
-    if not isinstance(extent, PrimExpr):
-        zero = const(np.array(0, dtype(ie)))
-        fixed = R.add(ie, const(np.array(extent, dtype(ie))))
-        ie = ctx.emit(R.where(R.less(ie, zero), fixed, ie))
-    return ctx.emit(R.take(x, ie, axis))
+    if V.is_const(idx) and not isinstance(extent, PrimExpr):
+        idx = np.asarray(idx)
+        wide = idx.astype(object) if idx.dtype.kind == "u" else idx.astype(np.int64)
+        bad = (wide < -extent) | (wide >= extent)
+        if bad.any():
+            raise FrontendError(
+                f"index {int(wide[bad].flat[0])} is out of range for axis {axis} of extent "
+                f"{extent} (valid: {-extent}..{extent - 1})"
+            )
+        fixed = np.where(wide < 0, wide + extent, wide).astype(np.int64)
+        # NOTE: every index is known to be in range, so the kernel need not check them
+        return ctx.emit(R.take(x, ctx.expr(fixed), axis, mode="fast"))
+    return ctx.emit(R.take(x, ctx.expr(idx), axis, mode="raise"))
+
+
+@converter("GatherND")
+def _gather_nd(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    """``gather_nd``; an index outside ``-n..n-1`` of its axis raises at run time."""
+    x, idx = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    return ctx.emit(R.gather_nd(x, idx, node.attrs.get("batch_dims", 0)))
 
 
 @converter("Tile")
