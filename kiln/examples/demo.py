@@ -33,6 +33,7 @@ import kiln
 from kiln import config
 from kiln.examples import kernels
 from kiln.examples.models import MLP, mlp_reference, mlp_weights
+from kiln.runtime.disk_cache import cache_folder
 
 
 def median_us(fn: Callable[[], Any], repeat: int, number: int = 20) -> float:
@@ -113,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32, help="rows the model is called with")
     parser.add_argument("--out", type=Path, default=None, help="folder for the exported model")
     args = parser.parse_args(argv)
-    out_dir = args.out if args.out is not None else config.load().cache_dir / "demo"
+    # NOTE: the demo loads what it writes: inside kiln's cache only in a folder made and checked
+    # like the cache's own (0700, not writable by others)
+    out_dir = args.out if args.out is not None else cache_folder(config.load().cache_dir / "demo")
     run_model(args.batch, args.repeat, out_dir)
     run_onnx(args.repeat, out_dir)
     print("\nsingle kernels:")
