@@ -4,11 +4,12 @@
 ``keepdims=True`` keeps each reduced axis with extent 1. ``max``, ``min``, ``argmax`` and
 ``argmin`` over an axis of constant extent 0 are an error (numpy raises: the extreme of no
 elements is undefined); over a symbolic extent that is 0 at run time they give the reduction's
-identity (the lowest / highest value of the dtype). The result has the input's dtype and
-accumulates in it (as TVM does; numpy widens integer sums). ``mean`` is the sum followed by an
-element-wise scaling by ``1 / count`` and takes float tensors only. ``max`` and ``min`` of
-float values holding a NaN are NaN (TIR ``Max``/``Min`` propagate NaN), and ``argmax`` /
-``argmin`` then give the first NaN's index, as numpy does.
+identity (`lowest` / `highest`: -inf / inf for floats, else the dtype's lowest / highest
+value). The result has the input's dtype and accumulates in it (as TVM does; numpy widens
+integer sums). ``mean`` is the sum followed by an element-wise scaling by ``1 / count`` and
+takes float tensors only. ``max`` and ``min`` of float values holding a NaN are NaN (TIR
+``Max``/``Min`` propagate NaN), and ``argmax`` / ``argmin`` then give the first NaN's index, as
+numpy does.
 
 Every reduction is a ``COMM_REDUCE`` compute whose ``attrs`` also record ``"reduce_dims"`` (the
 reduced input axes), ``"reduce_ndim"`` (the input's rank) and ``"keepdims"``; the default
@@ -17,14 +18,15 @@ schedule reads them to tell whether the innermost input axis is reduced.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kiln import te
 from kiln.errors import IRValueError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
-from kiln.tir.expr import Cast, PrimExpr, Select, const, convert
-from kiln.tir.op import max_value
+from kiln.tir.expr import Cast, Max, Min, PrimExpr, Select, const, convert
+from kiln.tir.op import max_value, min_value
 from kiln.topi import tag
 from kiln.topi.utils import (
     check_float,
@@ -108,16 +110,33 @@ def _check_nonempty(op: str, x: Any, axis: Any) -> None:
             )
 
 
+def lowest(dtype: DataType) -> PrimExpr:
+    """The identity of a maximum: ``-inf`` for floats, else the dtype's lowest value."""
+    return fconst(-math.inf, dtype) if dtype.is_float else min_value(dtype)
+
+
+def highest(dtype: DataType) -> PrimExpr:
+    """The identity of a minimum: ``inf`` for floats, else the dtype's highest value."""
+    return fconst(math.inf, dtype) if dtype.is_float else max_value(dtype)
+
+
+# NOTE: `te.max` / `te.min` start from the lowest / highest *finite* float, so the maximum of
+# values that are all -inf came out as -3.4e38; these start from -inf / inf (numpy's and
+# onnxruntime's answer). Softmax's row maximum keeps `te.max`: a row of -inf stays uniform.
+max_reducer = te.comm_reducer(Max, lowest, name="max")
+min_reducer = te.comm_reducer(Min, highest, name="min")
+
+
 def max(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
     """The maximum over ``axis``."""
     _check_nonempty("max", x, axis)
-    return reduce("max", x, axis, keepdims, te.max, name)
+    return reduce("max", x, axis, keepdims, max_reducer, name)
 
 
 def min(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:  # noqa: A001
     """The minimum over ``axis``."""
     _check_nonempty("min", x, axis)
-    return reduce("min", x, axis, keepdims, te.min, name)
+    return reduce("min", x, axis, keepdims, min_reducer, name)
 
 
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:

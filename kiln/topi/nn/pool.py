@@ -15,7 +15,7 @@ whose windows can leave the input (`tap_in_input`), so an unpadded floor-mode po
 none.
 
 Every window must hold at least one input element (`check_pool_padding`): an output over
-padding alone would be the lowest float (maximum) or 0 / 0 = NaN (mean without the padding), so
+padding alone would be -inf (maximum) or 0 / 0 = NaN (mean without the padding), so
 such a geometry is an error. Each side's padding must be below the dilated window
 ``dilation * (k - 1) + 1`` (onnxruntime's rule; PyTorch asks for at most half), and with
 dilation no window may straddle a small input without a tap inside it.
@@ -36,9 +36,8 @@ from kiln import te
 from kiln.errors import IRError, IRValueError
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, Max, Min, PrimExpr, convert
-from kiln.tir.op import min_value
 from kiln.topi import tag
-from kiln.topi.reduce import mean
+from kiln.topi.reduce import lowest, max_reducer, mean
 from kiln.topi.utils import check_numeric, check_tensor, const_int, show_shape
 
 
@@ -252,7 +251,7 @@ def max_pool2d(
 ) -> Tensor:
     """The maximum over each window (see module docstring)."""
     win = _Window("max_pool2d", x, pool_size, strides, padding, dilation, ceil_mode)
-    return _window_reduce(win, te.max, min_value(win.x.dtype), name)
+    return _window_reduce(win, max_reducer, lowest(win.x.dtype), name)
 
 
 def avg_pool2d(

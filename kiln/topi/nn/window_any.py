@@ -19,9 +19,9 @@ from kiln import te
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
 from kiln.tir.expr import Cast, FloorDiv, IntImm, PrimExpr, convert
-from kiln.tir.op import min_value
 from kiln.topi import tag
 from kiln.topi.nn.pool import check_pool_padding, tap_count, tap_in_input
+from kiln.topi.reduce import lowest, max_reducer
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import check_tensor
 
@@ -111,10 +111,10 @@ def pool2d_any(
         return te.if_then_else(tests[0] if len(tests) == 1 else tests[0] & tests[1], v, fill)
 
     if kind == "max":
-        low = min_value(x.dtype)
+        low = lowest(x.dtype)
         return te.compute(
             tuple(out_shape),
-            lambda n, c, oh, ow: te.max(read(n, c, oh, ow, low), axis=[rh, rw]),
+            lambda n, c, oh, ow: max_reducer(read(n, c, oh, ow, low), axis=[rh, rw]),
             name=name,
             tag=tag.POOL,
             attrs=tag.attrs_for(tag.POOL),

@@ -1,6 +1,7 @@
 """NaN propagates through kiln's ONNX operators as in onnxruntime and numpy: activations built on
 max/min, max/min reductions and ``ArgMax``, max pools, softmax, ``Clip`` and element-wise
 ``Max``/``Min`` (TIR ``Max``/``Min`` are NaN-propagating; `kiln.codegen.c_expr`'s ``min_max``).
+Infinities survive max/min reductions and max pools (their identities are -inf / inf).
 
 Where onnxruntime 1.32 itself depends on where the NaN lies (its vectorized ``ReduceMax``,
 ``ReduceMin``, ``GlobalMaxPool`` and ``MaxPool`` drop a NaN unless it comes first), numpy is the
@@ -129,21 +130,48 @@ def test_softmax_rows_holding_nan_are_nan() -> None:
     assert np.isnan(got[0][:4]).all() and not np.isnan(got[0][4:]).any()
 
 
-def test_reductions_and_argmax_match_numpy() -> None:
-    x = _with_nans((6, 300), 4)  # rows long enough for every accumulator of the schedule
+def _reductions(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """kiln's ReduceMax/ReduceMin over rows, columns and everything, and ArgMax/ArgMin of rows
+    (axes as inputs, opset 18 on), with numpy's answers."""
+    axes = [numpy_helper.from_array(np.int64([a]), f"axis{a}") for a in (0, 1)]
     nodes = [
-        helper.make_node("ReduceMax", ["x"], ["max1"], axes=[1], keepdims=0),
-        helper.make_node("ReduceMin", ["x"], ["min1"], axes=[1], keepdims=0),
-        helper.make_node("ReduceMax", ["x"], ["max0"], axes=[0], keepdims=1),
+        helper.make_node("ReduceMax", ["x", "axis1"], ["max1"], keepdims=0),
+        helper.make_node("ReduceMin", ["x", "axis1"], ["min1"], keepdims=0),
+        helper.make_node("ReduceMax", ["x", "axis0"], ["max0"], keepdims=1),
         helper.make_node("ReduceMin", ["x"], ["min_all"], keepdims=0),
         helper.make_node("ArgMax", ["x"], ["argmax"], axis=1, keepdims=0),
         helper.make_node("ArgMin", ["x"], ["argmin"], axis=1, keepdims=0),
     ]
     outs = ["max1", "min1", "max0", "min_all", "argmax", "argmin"]
-    got = _kiln(_model(nodes, {"x": x}, outs), {"x": x})
+    got = _kiln(_model(nodes, {"x": x}, outs, axes), {"x": x})
     want = [x.max(1), x.min(1), x.max(0, keepdims=True), x.min(), x.argmax(1), x.argmin(1)]
     for name, g, w in zip(outs, got, want):
         _same(g, w, name)
+    return got
+
+
+def test_reductions_and_argmax_match_numpy() -> None:
+    _reductions(_with_nans((6, 300), 4))  # rows long enough for every accumulator
+
+
+def test_extremes_of_infinities_are_infinite() -> None:
+    """The maximum of values that are all -inf is -inf (not the lowest finite float), the
+    minimum of +inf values +inf; a max pool over -inf gives -inf."""
+    x = np.full((4, 300), -np.inf, "float32")
+    x[1] = np.inf
+    x[2, 7] = 1.0
+    x[3, ::2] = np.inf
+    got = _reductions(x)
+    assert got[0][0] == -np.inf and got[1][1] == np.inf
+    inf = np.full((1, 2, 5, 5), -np.inf, "float32")
+    pool = dict(kernel_shape=[2, 2], pads=[1, 1, 1, 1])
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["pool"], **pool),
+        helper.make_node("GlobalMaxPool", ["x"], ["global"]),
+    ]
+    got = _kiln(_model(nodes, {"x": inf}, ["pool", "global"]), {"x": inf})
+    assert (got[0] == -np.inf).all() and got[0].shape == (1, 2, 6, 6)
+    assert (got[1] == -np.inf).all()
 
 
 def test_max_pools_match_numpy() -> None:
