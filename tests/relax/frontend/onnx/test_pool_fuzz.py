@@ -9,7 +9,7 @@ extents symbolic (the pool over symbolic shapes, `kiln.topi.nn.window_any`). Geo
 onnxruntime or kiln refuse (a window holding no input element, a pad not below the kernel) are
 not drawn. The models run in bytecode mode: the kernels are the same, the VM's own C is not
 built. NOTE: measured here (2 shared cores, load 3-4), the file takes 53-76 s, about 65 s of
-CPU (compiling about 400 kernels: 0.15 s a max pool, 0.5 s a blocked or symbolic case).
+CPU (compiling the kernels: about 0.15 s a max pool, 0.5 s a blocked or symbolic case).
 """
 
 from __future__ import annotations
