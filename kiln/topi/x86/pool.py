@@ -6,7 +6,8 @@ number of vectors gets register tiles of `pool_tile_width` neighbouring output p
 row: loops ``(n, channel block, row, column tile)`` (fused, parallel when worth it), inside
 them the window taps (``kh`` rows, then the tile's pixels, then the ``kw`` taps of a row,
 unrolled) with one vector of accumulators per pixel and channel-block vector, stored once.
-Every tap reads a whole vector of the block (contiguous), and its padding test depends on the
+Every tap reads a whole vector of the block (contiguous), and its edge test (padding, or a
+``ceil_mode`` window past the input; `kiln.topi.nn.pool.tap_in_input`) depends on the
 pixel and tap only, so it is one scalar test per vector. An element-wise epilogue (the
 average's division) hosts the tiles. Other pools (NCHW, symbolic extents, blocks that are no
 whole number of vectors) get the generic reduction schedule.
