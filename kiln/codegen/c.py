@@ -350,8 +350,8 @@ class CodeGenC(CExprEmitter):
         values = message_values(s.message)
         if values:  # NOTE: evaluated only on failure, inside the guard
             self.prelude.need("raise_fmt")
-            args = "".join(f", (long long)({self.expr(v)})" for v in values)
-            fmt = c_string(printf_format(message))
+            args = "".join(f", {printf_cast(self.expr(v), v.dtype)}" for v in values)
+            fmt = c_string(printf_format(message, values))
             raise_ = f"kiln_raise_fmt({c_string(kind)}, {fmt}{args});"
         else:
             self.prelude.need("raise")
@@ -589,9 +589,20 @@ def message_values(message: E.PrimExpr) -> tuple[E.PrimExpr, ...]:
     return tuple(message.args[1:]) if is_op(message, "format") else ()  # type: ignore[union-attr]
 
 
-def printf_format(text: str) -> str:
-    """A message template as a printf format: ``%`` escaped, each ``{}`` a ``%lld``."""
-    return text.replace("%", "%%").replace("{}", "%lld")
+def printf_format(text: str, values: tuple[E.PrimExpr, ...]) -> str:
+    """A message template as a printf format: ``%`` escaped, each ``{}`` a ``%lld`` (``%llu``
+    for an unsigned value; pass each through `printf_cast`)."""
+    parts = text.replace("%", "%%").split("{}")
+    out = parts[0]
+    for k, part in enumerate(parts[1:]):
+        unsigned = k < len(values) and values[k].dtype.is_uint
+        out += ("%llu" if unsigned else "%lld") + part
+    return out
+
+
+def printf_cast(value: str, dtype: DataType) -> str:
+    """``value`` (C text) as the argument `printf_format` expects for a value of ``dtype``."""
+    return f"(unsigned long long)({value})" if dtype.is_uint else f"(long long)({value})"
 
 
 def is_noalias(func: PrimFunc) -> bool:

@@ -29,6 +29,7 @@ from kiln.codegen.c import (
     FuncState,
     assert_message,
     message_values,
+    printf_cast,
     printf_format,
 )
 from kiln.codegen.c_expr import c_string, is_op
@@ -161,8 +162,8 @@ class CodeGenCUDA(CodeGenC):
         values = message_values(s.message)
         text = f"kiln: assertion failed in {self.fn.label}: {message}\n"
         if values:
-            args = "".join(f", (long long)({self.expr(v)})" for v in values)
-            printf = f"printf({c_string(printf_format(text))}{args});"
+            args = "".join(f", {printf_cast(self.expr(v), v.dtype)}" for v in values)
+            printf = f"printf({c_string(printf_format(text, values))}{args});"
         else:
             printf = f'printf("%s", {c_string(text)});'
         self.emit(f"if (!{self.expr(s.condition)}) {{")

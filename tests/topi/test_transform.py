@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from kiln import te, topi
-from kiln.errors import IRError, IRValueError
+from kiln.driver import build as kbuild
+from kiln.errors import IRError, IRValueError, KernelIndexError
 from kiln.tir.expr import convert
 from kiln.topi import Pattern, pattern_of
-from tests.topi.conftest import run
+from tests.topi.conftest import build, run
 
 
 def test_transpose_reshape_pad_slice(rng) -> None:
@@ -172,6 +173,52 @@ def test_concatenate_mismatch_names_tensors() -> None:
         topi.concatenate([a, te.placeholder((4, 6), "int32", name="c")])
     with pytest.raises((IRError, IRValueError), match=r"concatenate: tensor 'd' has rank 1"):
         topi.concatenate([a, te.placeholder((6,), name="d")])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint32", "int8", "uint64"])
+def test_raise_mode_accepts_minus_n_to_n_and_names_any_other_index(dtype: str) -> None:
+    x = te.placeholder((5, 64), name="x")
+    idx = te.placeholder((3,), dtype, name="idx")
+    gidx = te.placeholder((5, 2), dtype, name="gidx")
+    f = build(
+        [topi.take(x, idx, axis=0, mode="raise"), topi.gather(x, 1, gidx, mode="raise")],
+        [x, idx, gidx],
+    )
+    a = np.arange(5 * 64, dtype="float32").reshape(5, 64)
+    signed = not dtype.startswith("u")
+    i = np.array([-5, 4, -1] if signed else [0, 4, 2], dtype)
+    g = np.array([[-64, 63]] * 5 if signed else [[0, 63]] * 5, dtype)
+    outs = [np.zeros((3, 64), "float32"), np.zeros((5, 2), "float32")]
+    f(a, i, g, *outs)
+    np.testing.assert_array_equal(outs[0], np.take(a, i.astype(np.int64), axis=0))
+    np.testing.assert_array_equal(outs[1], np.take_along_axis(a, g.astype(np.int64), axis=1))
+    top = np.iinfo(dtype).max
+    bads = [5, top] + ([-6, np.iinfo(dtype).min] if signed else [])
+    if dtype in ("int64", "uint64"):
+        bads.append(2**40)  # never narrowed to 0 before the check
+    for bad in bads:
+        j = i.copy()
+        j[1] = bad
+        lo = -5 if signed else 0
+        want = rf"take on axis 0 of tensor 'x': index {bad} is out of range \[{lo}, 5\)"
+        with pytest.raises(KernelIndexError, match=want):
+            f(a, j, g, *outs)
+    h = g.copy()
+    h[3, 1] = 64
+    with pytest.raises(KernelIndexError, match=r"gather on axis 1 .* index 64 is out of range"):
+        f(a, i, h, *outs)
+
+
+def test_take_checks_each_index_once_outside_the_copy_loop() -> None:
+    x = te.placeholder((100, 256), name="x")
+    idx = te.placeholder((16,), "int64", name="idx")
+    out = topi.take(x, idx, axis=0, mode="raise")
+    func = te.lower(topi.schedule_for(out), [x, idx, out])
+    src = kbuild(func, target="c").inspect_source()
+    body = src[src.index("static int32_t main") :]
+    assert body.count("kiln_raise_fmt(") == 1  # the index stage, not the row copy
+    copy = body[body.index("kiln_raise_fmt(") :]
+    assert "#pragma omp simd" in copy and "kiln_raise" not in copy.split("#pragma omp simd")[1]
 
 
 def test_take_and_gather_bad_input() -> None:
