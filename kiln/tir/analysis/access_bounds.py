@@ -17,7 +17,7 @@ The rule (it must never flag a correct kernel, so it is deliberately narrow):
   ``assert``'s body, a vector-masked store, a ``select`` / ``if_then_else`` branch, the right
   side of ``and`` / ``or``, or the arguments of ``address_of``, ``tvm_access_ptr`` and
   ``prefetch`` (which never dereference); a loop whose extent is a constant <= 0 never runs
-  and its body is skipped;
+  and its body is skipped; a function that may return early (``T.ret``) is not judged;
 - only buffers with the dtype and shape of the memory behind their pointer (a parameter's
   buffer, an allocation's) are judged: a view declared over other memory (the buffers
   `MergeSharedMemoryAllocations` places in one allocation) may reach past its own shape;
@@ -45,11 +45,14 @@ from kiln.tir.function import PrimFunc
 
 _NO_DEREF = ("tir.address_of", "tir.tvm_access_ptr", "tir.prefetch")
 _BRANCHES = ("tir.if_then_else",)
+_RET = Op.get("tir.ret")
 
 
 def out_of_bounds_accesses(func: PrimFunc) -> list[tuple[Any, str]]:
     """(statement holding the access, message) for each provably out-of-bounds access (module
     docstring)."""
+    if any(isinstance(n, E.Call) and n.op is _RET for n in pre_order_nodes(func.body)):
+        return []  # an early return may skip any later access
     finder = _Finder({b.data: (b.dtype, b.shape) for b in func.buffer_map.values()})
     finder.visit(func.body)
     return finder.found

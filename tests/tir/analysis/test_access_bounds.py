@@ -95,6 +95,19 @@ def test_guarded_or_unprovable_accesses_are_accepted(body: str) -> None:
     _clean(body)
 
 
+def test_an_access_after_an_early_return_is_not_judged() -> None:
+    text = (
+        "@T.prim_func\n"
+        'def f(A: T.Buffer((16,), "float32")) -> T.float32:\n'
+        "    for i in range(20):\n"
+        "        if i >= 16:\n"
+        "            return A[0]\n"
+        "        A[i] = T.float32(1)\n"
+        "    return A[0]\n"
+    )
+    assert out_of_bounds_accesses(kiln.script.from_source(text, "ret.py")) == []
+
+
 def test_a_view_of_larger_memory_may_reach_past_its_own_shape() -> None:
     text = (
         "@T.prim_func\n"
