@@ -1,4 +1,4 @@
-"""ONNX GatherND (kiln.relax.frontend.onnx.ops.indexing) against onnxruntime: batch dims, index
+"""ONNX GatherND (relax.gather_nd) against onnxruntime: batch dims, index
 tuples shorter than the data's rank, negative indices, and a symbolic batch."""
 
 from __future__ import annotations

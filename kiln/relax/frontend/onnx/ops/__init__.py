@@ -226,7 +226,6 @@ def shape_of_value(v: Any) -> np.ndarray:
 from kiln.relax.frontend.onnx.ops import (  # noqa: E402
     attention,
     elementwise,
-    indexing,
     loss,
     nn,
     quantize,
@@ -241,7 +240,6 @@ __all__ = [
     "Node",
     "converter",
     "elementwise",
-    "indexing",
     "loss",
     "nn",
     "quantize",
