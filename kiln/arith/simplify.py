@@ -45,7 +45,7 @@ from kiln.arith.rules_arith import ARITH
 from kiln.arith.rules_div import DIVMOD
 from kiln.arith.rules_logic import LOGIC
 from kiln.arith.stmt import StmtSimplifier
-from kiln.tir.expr import IntImm, Let, PrimExpr, Var, as_const_int, convert
+from kiln.tir.expr import IntImm, Let, Mul, PrimExpr, Var, as_const_int, convert
 from kiln.tir.functor import substitute
 
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
@@ -96,13 +96,40 @@ class Analyzer:
 
     @contextmanager
     def bound_scope(self, var: Var, rng: Any) -> Iterator[None]:
-        """`bind` ``var`` for the duration of a ``with`` block, then restore its old bound."""
-        old = self._bounds.var_bounds.get(var)
+        """`bind` ``var`` for the duration of a ``with`` block, then restore its old bound.
+
+        A loop range ``(min, extent)`` also says the loop's body runs only when ``extent >= 1``:
+        where the extent is a product of non-negative factors, each variable among them is at
+        least 1 inside the block (a fused ``b * 2 * s`` loop: ``s`` is a safe divisor there)."""
+        saved = {v: self._bounds.var_bounds.get(v) for v in (var, *self._running_factors(rng))}
         self.bind(var, rng)
+        for v in saved:
+            if v is not var:
+                b = self._bounds.var_bound(v)
+                self._bounds.set_var_bound(v, ConstIntBound(max(1, b.min_value), b.max_value))
         try:
             yield
         finally:
-            self._bounds.set_var_bound(var, old)
+            for v, old in saved.items():
+                self._bounds.set_var_bound(v, old)
+
+    def _running_factors(self, rng: Any) -> list[Var]:
+        """The variables of a loop extent that is a product of non-negative factors."""
+        if isinstance(rng, ConstIntBound):
+            return []
+        extent = rng.extent if hasattr(rng, "extent") else rng[1]
+        if not isinstance(extent, PrimExpr) or isinstance(extent, IntImm):
+            return []
+        factors, todo = [], [extent]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, Mul):
+                todo += [x.a, x.b]
+            else:
+                factors.append(x)
+        if any(self.const_int_bound(f).min_value < 0 for f in factors):
+            return []
+        return [f for f in factors if isinstance(f, Var)]
 
     @contextmanager
     def constraint_scope(self, cond: PrimExpr) -> Iterator[None]:

@@ -25,7 +25,7 @@ from kiln.ir.visitor import pre_order_nodes
 from kiln.te.inline import loads_in
 from kiln.te.lower_loops import Guard, StageLoops
 from kiln.te.rewrite import substitute_axes
-from kiln.tir.expr import FloorDiv, FloorMod, PrimExpr, Var, as_const_int, convert
+from kiln.tir.expr import FloorDiv, FloorMod, Mul, PrimExpr, Var, as_const_int, convert
 
 if TYPE_CHECKING:
     from kiln.te.lower import LowerState
@@ -80,7 +80,9 @@ def _atom_interval(atom: PrimExpr, varying: Loops) -> Interval | None:
     if not isinstance(atom, (FloorDiv, FloorMod)):
         return None
     c = as_const_int(atom.b)
-    if c is None or c <= 0:
+    if c is None:
+        return _symbolic_interval(atom, varying)
+    if c <= 0:
         return None
     inner = interval(atom.a, varying)
     dt = atom.dtype
@@ -103,6 +105,56 @@ def _atom_interval(atom: PrimExpr, varying: Loops) -> Interval | None:
     if divisible(x_lo, c):
         return lo, Linear({}, -(-x_ext.const // c))
     return lo, Linear({}, (x_ext.const + c - 2) // c + 1)
+
+
+def _symbolic_interval(atom: FloorDiv | FloorMod, varying: Loops) -> Interval | None:
+    """The range of a floor division / modulo by a non-negative symbolic divisor ``d`` (a shape
+    variable, or a product of them): ``x % d`` is in ``[0, d)``, and ``x // d`` is in
+    ``[lo / d, (lo + ext) / d)`` when ``d`` divides both ends (a fused loop ``b * 2 * s`` split
+    by ``s``). NOTE: ``d`` is taken as positive: where it is 0 the division-by-zero guards
+    stop the kernel before the value is used."""
+    d = atom.b
+    if linear_bound(linear(d), BoundAnalyzer().bound).min_value < 0:
+        return None
+    if isinstance(atom, FloorMod):
+        return Linear(), linear(d)
+    inner = interval(atom.a, varying)
+    if inner is None:
+        return None
+    lo, ext = (_divided_by(part, d) for part in inner)
+    return None if lo is None or ext is None else (lo, ext)
+
+
+def _divided_by(lin: Linear, d: PrimExpr) -> Linear | None:
+    """``lin / d`` when every term of ``lin`` has ``d`` as a factor and its constant is 0."""
+    if lin.const:
+        return None
+    out = Linear()
+    for atom, c in lin.items():
+        rest = _without_factor(atom, d)
+        if rest is None:
+            return None
+        out = out.plus(linear(rest).scaled(c))
+    return out
+
+
+def _without_factor(e: PrimExpr, d: PrimExpr) -> PrimExpr | None:
+    """The product ``e`` with one factor that is ``d`` (the same object) removed, else None."""
+    factors, todo = [], [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Mul):
+            todo += [x.b, x.a]
+        else:
+            factors.append(x)
+    for k, f in enumerate(factors):
+        if f is d:
+            rest = factors[:k] + factors[k + 1 :]
+            out: PrimExpr = convert(1, e.dtype)
+            for r in rest:
+                out = out * r
+            return out
+    return None
 
 
 def union(a: Interval | None, b: Interval | None) -> Interval | None:

@@ -126,3 +126,18 @@ def test_prim_func_body_is_simplified() -> None:
     assert structural_equal(got.body, loop(i, 8, store(i)))
     same = PrimFunc((A.data,), loop(i, 8, store(i)))
     assert simplify_stmt(same) is same
+
+
+def test_a_loop_body_runs_only_when_its_extent_is_positive() -> None:
+    """Inside a loop over ``b * 2 * s`` shape variables each of them is at least 1 (the body
+    does not run otherwise); outside, and for a factor that may be negative, nothing changes."""
+    b, s = SizeVar("b", "int64"), SizeVar("s", "int64")
+    i = Var("i", "int64")
+    an = Analyzer()
+    assert an.const_int_bound(s).min_value == 0
+    with an.bound_scope(i, (IntImm("int64", 0), b * 2 * s)):
+        assert an.const_int_bound(s).min_value == 1 and an.const_int_bound(b).min_value == 1
+    assert an.const_int_bound(s).min_value == 0
+    v = Var("v", "int64")
+    with an.bound_scope(i, (IntImm("int64", 0), v * s)):
+        assert an.const_int_bound(s).min_value == 0

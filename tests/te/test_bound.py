@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from kiln import tir
 from kiln.arith.linear import from_linear
+from kiln.ir.dtype import DataType
 from kiln.te.bound import interval, union
 from kiln.te.lower_loops import ceildiv
 from kiln.tir.expr import as_const_int
@@ -17,6 +18,7 @@ from tests.te.tir_text import expr
 X, Y, Z = tir.Var("x"), tir.Var("y"), tir.Var("z")
 VARS = (X, Y, Z)
 INT32 = X.dtype
+INT64 = DataType.parse("int64")
 
 
 def test_ceildiv():
@@ -86,3 +88,17 @@ def test_interval_of_a_fused_symbolic_loop_divided_by_its_inner_extent():
     lo, ext = interval(tir.FloorMod(fused, 19) * 3, varying)
     assert lo.is_const and lo.const == 0 and ext.const == 55
     assert interval(tir.FloorDiv(fused, 7), varying) is None  # 7 does not divide n * 19
+
+
+def test_interval_of_a_fused_loop_divided_by_a_shape_variable():
+    """``fused // s // 2`` over ``b * 2 * s`` iterations is ``[0, b)`` and ``fused % s`` is
+    ``[0, s)`` when ``s`` is a shape variable (non-negative): a softmax over symbolic rows
+    needs no region guards. A divisor that may be negative is not reasoned about."""
+    fused, b, s = tir.Var("fused", "int64"), tir.SizeVar("b", "int64"), tir.SizeVar("s", "int64")
+    varying = {fused: b * 2 * s}
+    lo, ext = interval(tir.FloorDiv(tir.FloorDiv(fused, s), 2), varying)
+    assert lo.is_const and lo.const == 0 and expr(from_linear(ext, INT64)) == "b"
+    lo, ext = interval(tir.FloorMod(fused, s), varying)
+    assert lo.is_const and lo.const == 0 and expr(from_linear(ext, INT64)) == "s"
+    signed = tir.Var("v", "int64")
+    assert interval(tir.FloorDiv(fused, signed), {fused: b * signed}) is None

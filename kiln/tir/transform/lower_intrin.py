@@ -205,10 +205,12 @@ class _Lower(Mutator):
         return self.math(_call("floor", v), MATH_OPS["floor"])
 
     def non_negative(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
-        """True when ``a >= 0`` provably and ``b`` is a positive constant (scalars only)."""
-        if a.dtype.lanes != 1 or not isinstance(b, E.IntImm) or b.value <= 0:
+        """True when ``a >= 0`` and ``b >= 1`` provably (scalars only): a positive constant, or
+        a shape variable inside a loop whose running proves it positive."""
+        if a.dtype.lanes != 1 or b.dtype.lanes != 1:
             return False
-        return self.an.const_int_bound(a).min_value >= 0
+        bound = self.an.const_int_bound
+        return bound(b).min_value >= 1 and bound(a).min_value >= 0
 
 
 def _call(name: str, x: E.PrimExpr) -> E.Call:

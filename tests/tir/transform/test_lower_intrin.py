@@ -216,3 +216,17 @@ def test_signed_floor_division_matches_numpy(dt: str) -> None:
     mod["main"](a, b, q, r)
     np.testing.assert_array_equal(q, a // b + a // -4)
     np.testing.assert_array_equal(r, a % b + a % 6)
+
+
+def test_floor_division_by_a_shape_variable_in_a_loop_over_it_is_plain() -> None:
+    """Inside a loop of ``n * s`` iterations ``s`` (a shape variable) is at least 1 and the
+    loop index is non-negative, so ``i // s`` and ``i % s`` need no sign correction."""
+    n, s = tir.SizeVar("n", "int64"), tir.SizeVar("s", "int64")
+    i = tir.Var("i", "int64")
+    A = tir.decl_buffer((n * s,), "float32", "A")
+    store = tir.BufferStore(A, A[tir.FloorDiv(i, s) * s + tir.FloorMod(i, s)], (i,))
+    body = tir.For(i, tir.const(0, "int64"), n * s, tir.ForKind.SERIAL, store)
+    a = tir.Var("A", "handle")
+    f = tir.PrimFunc((a, n, s), body, buffer_map={a: A}, attrs={"global_symbol": "f"})
+    out = lower(f)
+    assert not any(isinstance(x, (tir.FloorDiv, tir.FloorMod, tir.Select)) for x in nodes(out))

@@ -40,7 +40,7 @@ from kiln.relax.frontend.onnx import values as V
 from kiln.relax.frontend.onnx.external_data import load_external_data
 from kiln.relax.frontend.onnx.ops import CONVERTERS, Ctx, Node
 from kiln.relax.struct_info import TensorStructInfo
-from kiln.tir.expr import Var as TirVar
+from kiln.tir.expr import SizeVar
 
 # NOTE: opsets 13-21 are the contract (what the model families here were tested with); the
 # converters read attributes or inputs in whichever form a node uses (axes, splits, pads, clip
@@ -116,7 +116,7 @@ class GraphImporter:
     where: str
     bb: BlockBuilder = field(default_factory=BlockBuilder)
     values: dict[str, Any] = field(default_factory=dict)
-    dims: dict[str, TirVar] = field(default_factory=dict)
+    dims: dict[str, SizeVar] = field(default_factory=dict)
     unsupported: dict[str, list[str]] = field(default_factory=dict)
     input_names: dict[int, str] = field(default_factory=dict)
     bound: set[str] = field(default_factory=set)
@@ -169,7 +169,7 @@ class GraphImporter:
             return int(d)
         key = d if isinstance(d, str) and d else f"{ident(name, 'input')}_dim{k}"
         if key not in self.dims:
-            self.dims[key] = TirVar(ident(key, "n"), "int64")
+            self.dims[key] = SizeVar(ident(key, "n"), "int64")  # NOTE: a dim is never negative
         return self.dims[key]
 
     def run(self, params: list[Var]) -> IRModule:
