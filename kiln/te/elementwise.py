@@ -1,8 +1,9 @@
 """Element-wise computes over tensors of broadcast-compatible shapes (numpy rules).
 
 Shapes are aligned at their last dimension; a dimension of 1 stretches. A symbolic dimension
-matches itself (or an expression of the same structure) or 1; a symbolic dimension against a different symbolic or constant one (other
-than 1) cannot be checked statically and is rejected, as are two different constants.
+matches itself (or an expression of the same structure) or 1; a symbolic dimension against a
+different symbolic or constant one (other than 1) cannot be checked statically and is rejected,
+as are two different constants.
 """
 
 from __future__ import annotations

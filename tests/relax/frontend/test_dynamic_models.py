@@ -1,10 +1,10 @@
 """Dynamic-shape exports of real architectures import, compile and match onnxruntime at two
 sizes of each symbolic dim, one of them 1 and one not a multiple of any vector width.
 
-The models (tests/relax/frontend/dynamic_models, written by make_models.py) are transformers,
-timm and torchvision architectures with small configs, exported with ``dynamic_axes``: batch and
-sequence for the text models, batch for the image models. Their float weights are seeded random
-values filled in here."""
+The models (tests/relax/frontend/dynamic_models, written by benchmarks/dynamic_models.py) are
+transformers, timm and torchvision architectures with small configs, exported with
+``dynamic_axes``: batch and sequence for the text models, batch for the image models. Their
+float weights are seeded random values filled in here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Seeded random weights for the stored dynamic-shape models (see make_models.py)."""
+"""Seeded random weights for the stored dynamic-shape models (written by
+benchmarks/dynamic_models.py)."""
 
 from __future__ import annotations
 

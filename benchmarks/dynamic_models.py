@@ -6,8 +6,9 @@ sequence). Float weights are not kept: each float initializer of 16 or more elem
 empty and marked, and the test fills it with seeded random values (`random_weights.fill`), so
 the files stay small; integer initializers (position ids, shape constants) are kept.
 
-Run from the checkout with transformers, timm, torchvision and onnxscript installed:
-``python -m tests.relax.frontend.dynamic_models.make_models [name ...]``.
+Run from the checkout with transformers, timm, torchvision and onnxscript installed (they are
+not test dependencies: the suite only reads the files): ``python -m benchmarks.dynamic_models
+[name ...]``. `bench_dynamic.py` times the same files.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 
 from tests.relax.frontend.dynamic_models.random_weights import MARK
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent.parent / "tests/relax/frontend/dynamic_models"
 TEXT = {"input_ids": {0: "batch", 1: "seq"}}
 IMAGE = {"x": {0: "batch"}}
 
