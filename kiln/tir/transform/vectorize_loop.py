@@ -32,6 +32,7 @@ from typing import ClassVar
 
 from kiln import config
 from kiln.arith import simplify
+from kiln.arith.linear import to_linear
 from kiln.errors import KilnError
 from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
@@ -109,6 +110,7 @@ class LaneRewriter:
 
     def __init__(self, var: E.Var, start: E.PrimExpr, lanes: int) -> None:
         self.lanes = lanes
+        self.var, self.start = var, start
         self.vmap: dict[E.Var, E.PrimExpr] = {var: E.Ramp(start, 1, lanes)}
 
     # -- expressions ------------------------------------------------------------------------
@@ -221,7 +223,37 @@ class LaneRewriter:
             # NOTE: an inactive lane may divide by a masked load's 0: a trap for integers.
             if isinstance(n, _INT_DIVS) and n.dtype.is_integer and n.b.dtype.lanes > 1:
                 raise Unsupported("integer division by a per-lane value under a per-lane guard")
-        return S.IfThenElse(cond, new)
+        every = self.every_lane(s.condition)
+        decided = None if every is None else E.as_const_int(every)
+        if every is None or decided == 0:
+            return S.IfThenElse(cond, new)
+        if decided:
+            return new
+        # NOTE: a tail guard (``ramp < bound``) holds for every lane of all vectors but the
+        # last: those take the plain vector store, the last one the masked store.
+        return S.IfThenElse(every, new, S.IfThenElse(cond, new))
+
+    def every_lane(self, cond: E.PrimExpr) -> E.PrimExpr | None:
+        """A scalar condition that holds exactly when the lane condition ``cond`` (scalar, in
+        the loop variable) holds in every lane: for ``f(v) < x`` / ``f(v) <= x`` with ``f``
+        rising in ``v`` (a positive coefficient) and ``x`` free of it, the last lane decides;
+        conjunctions of such. None for any other condition (or one free of ``v``)."""
+        if isinstance(cond, E.And):
+            a, b = self.every_lane(cond.a), self.every_lane(cond.b)
+            return None if a is None or b is None else E.And(a, b)
+        if not isinstance(cond, (E.LT, E.LE)) or _uses(cond.b, self.var):
+            return None
+        rising = to_linear(cond.a)
+        coeff = next((c for atom, c in rising.items() if atom is self.var), 0)
+        others = [atom for atom, _ in rising.items() if atom is not self.var]
+        if coeff <= 0 or any(_uses(atom, self.var) for atom in others):
+            return None
+        last = self.start + E.IntImm(self.start.dtype, self.lanes - 1)
+        return simplify(substitute(cond, {self.var: last}))
+
+
+def _uses(e: E.PrimExpr, var: E.Var) -> bool:
+    return any(n is var for n in pre_order_nodes(e))
 
 
 def _arith(op: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:

@@ -177,3 +177,18 @@ def test_explicit_vector_kernel_matches_numpy() -> None:
     out = np.zeros((5, 37), "float32")
     mod["main"](av, bv, out)
     np.testing.assert_allclose(out, np.exp(av) * 2 + bv, rtol=1e-6, atol=1e-6)
+
+
+def test_a_tail_guard_stores_whole_vectors_plainly_and_masks_only_the_last() -> None:
+    """``if j * 8 + i < n`` over 8 lanes: ``if j * 8 + 7 < n`` the plain vector store, else the
+    masked one (a per-lane store loop in C); decided guards keep one of the two."""
+    i, j, n = tir.Var("i", "int32"), tir.Var("j", "int32"), tir.SizeVar("n", "int32")
+    a, b = tir.decl_buffer((n,), "float32", "A"), tir.decl_buffer((n,), "float32", "B")
+    body = tir.IfThenElse(j * 8 + i < n, tir.BufferStore(b, a[j * 8 + i], (j * 8 + i,)))
+    (stmt,) = vectorize_loop(tir.For(i, 0, 8, tir.ForKind.VECTORIZED, body), vector_bytes=32)
+    assert isinstance(stmt, tir.IfThenElse) and stmt.condition.dtype.lanes == 1
+    assert isinstance(stmt.then_case, tir.BufferStore)  # every lane in: no mask
+    assert stmt.else_case.condition.dtype.lanes == 8  # the last vector: masked
+    inside = tir.IfThenElse(i < 8, tir.BufferStore(b, a[i], (i,)))
+    (plain,) = vectorize_loop(tir.For(i, 0, 8, tir.ForKind.VECTORIZED, inside), vector_bytes=32)
+    assert isinstance(plain, tir.BufferStore)
