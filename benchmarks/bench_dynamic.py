@@ -1,0 +1,210 @@
+"""Dynamic shapes: a model with symbolic dims against its static twin and onnxruntime, in one run.
+
+    python benchmarks/bench_dynamic.py [--models cnn,resnet50,bert,gpt2,llama] [--threads 1,2]
+                                       [--repeat 20] [--min-seconds 0.3] [--rounds 2]
+                                       [--markdown benchmarks/README.md]
+
+Models: ``make demo``'s CNN (symbolic batch) and the dynamic exports of the test suite
+(tests/relax/frontend/dynamic_models: ResNet-50 with a symbolic batch; BERT, GPT-2 and a
+Llama-style decoder with GQA and RoPE with symbolic batch and sequence), their float weights
+filled from a fixed seed. Sizes: batch 1/4/8/16 for the image models; (batch, sequence) (1, 8),
+(1, 32), (1, 64), (4, 32) for the text models (their configs hold 64 positions).
+
+For every model and size, three callables run the same weights on the same inputs:
+
+- **kiln dynamic**: the model compiled once with its symbolic dims, called at that size;
+- **kiln static**: the model compiled with the dims pinned to that size (``shape_dict``);
+- **onnxruntime**: the dynamic model.
+
+One worker process per (library, thread count) times every (model, size) with
+`kiln.cli.bench_worker.time_calls` (3 warm-up calls, ``--repeat`` timed calls and more until they
+add up to ``--min-seconds``); the parent runs ``--rounds`` rounds of all workers and reports
+medians. Ratios: static / dynamic (1.0 = no cost for dynamic shapes; the bar is >= 0.91, within
+10%) and onnxruntime / kiln dynamic (the bar is >= 1.0). Outputs of both kiln variants must
+match onnxruntime's (rtol = atol = 2e-3), or the run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import worker_env  # noqa: E402
+from bench_ops import machine, update_readme  # noqa: E402
+
+LIBS = ("dynamic", "static", "onnxruntime")
+ALL_MODELS = ("cnn", "resnet50", "bert", "gpt2", "llama")
+IMAGE_SIZES = [(1,), (4,), (8,), (16,)]
+TEXT_SIZES = [(1, 8), (1, 32), (1, 64), (4, 32)]  # the stored models hold 64 positions
+TOL = 2e-3
+
+
+def sizes(name: str) -> list[tuple[int, ...]]:
+    return IMAGE_SIZES if name in ("cnn", "resnet50") else TEXT_SIZES
+
+
+def tag(size: tuple[int, ...]) -> str:
+    return "x".join(map(str, size))
+
+
+# -- preparing: model files, inputs, compiled libraries ---------------------------------------
+def write_model(name: str, work: Path) -> tuple[str, list[int]]:
+    """Write ``name``'s ONNX file (weights filled); its input name and per-sample image dims."""
+    import onnx
+
+    if name == "cnn":
+        from kiln.examples.models.cnn_onnx import cnn_onnx_model
+
+        proto = cnn_onnx_model()
+    else:
+        from tests.relax.frontend.dynamic_models.random_weights import fill
+
+        proto = onnx.load(str(ROOT / "tests/relax/frontend/dynamic_models" / f"{name}.onnx"))
+        fill(proto, seed=len(name))
+    onnx.save(proto, str(work / f"{name}.onnx"))
+    inp = proto.graph.input[0]
+    rest = [d.dim_value for d in inp.type.tensor_type.shape.dim[1:]]
+    return inp.name, rest
+
+
+def feed_for(name: str, size: tuple[int, ...], rest: list[int]) -> np.ndarray:
+    rng = np.random.default_rng(sum(size))
+    if name in ("cnn", "resnet50"):
+        return rng.standard_normal((size[0], *rest)).astype("float32")
+    return rng.integers(0, 100, size).astype(np.int64)
+
+
+def prepare(models: list[str], work: Path) -> None:
+    """Every model file, input and kiln library (dynamic once, static per size), in this
+    process: the timing workers only load."""
+    import kiln
+
+    for name in models:
+        input_name, rest = write_model(name, work)
+        path = str(work / f"{name}.onnx")
+        kiln.compile(path).export(work / f"{name}-dynamic.so")
+        for size in sizes(name):
+            x = feed_for(name, size, rest)
+            np.savez(work / f"{name}-{tag(size)}.npz", **{input_name: x})
+            pinned = {input_name: x.shape}
+            kiln.compile(path, shape_dict=pinned).export(work / f"{name}-static-{tag(size)}.so")
+
+
+# -- timing -------------------------------------------------------------------------------------
+def time_worker(lib: str, threads: int, models: list[str], work: Path, args: Any) -> None:
+    from kiln.cli.bench_worker import RUNTIMES, time_calls
+
+    for name in models:
+        for size in sizes(name):
+            with np.load(work / f"{name}-{tag(size)}.npz") as data:
+                feed = {k: data[k] for k in data.files}
+            path = {
+                "dynamic": f"{name}-dynamic.so",
+                "static": f"{name}-static-{tag(size)}.so",
+                "onnxruntime": f"{name}.onnx",
+            }[lib]
+            runtime = "onnxruntime" if lib == "onnxruntime" else "kiln"
+            call = RUNTIMES[runtime](str(work / path), feed, threads)
+            out = call()
+            first = out[0] if isinstance(out, (list, tuple)) else out
+            np.save(work / f"out-{lib}-{threads}-{name}-{tag(size)}.npy", np.asarray(first))
+            samples = time_calls(call, args.repeat)
+            short = args.min_seconds - sum(samples)
+            if short > 0:
+                more = math.ceil(short / statistics.median(samples))
+                samples += time_calls(call, more, warmup=0)
+            row = {"model": name, "size": tag(size), "lib": lib, "threads": threads}
+            print(json.dumps({**row, "samples": samples}))
+
+
+def collect(args: Any, models: list[str], threads: list[int], work: Path) -> dict:
+    samples: dict[tuple, list[float]] = {}
+    for _ in range(args.rounds):
+        for n in threads:
+            for lib in LIBS:
+                cmd = [sys.executable, __file__, "--worker", lib, "--threads", str(n),
+                       "--models", ",".join(models), "--work", str(work), "--repeat",
+                       str(args.repeat), "--min-seconds", str(args.min_seconds)]  # fmt: skip
+                done = subprocess.run(
+                    cmd, env=worker_env(lib, n), capture_output=True, text=True, check=False
+                )
+                if done.returncode:
+                    raise SystemExit(f"{lib} worker ({n} threads) failed:\n{done.stderr[-3000:]}")
+                for line in done.stdout.splitlines():
+                    r = json.loads(line)
+                    key = (r["model"], r["size"], r["lib"], r["threads"])
+                    samples.setdefault(key, []).extend(r["samples"])
+    return samples
+
+
+def check_outputs(models: list[str], threads: list[int], work: Path) -> None:
+    for name in models:
+        for size in sizes(name):
+            for n in threads:
+                ref = np.load(work / f"out-onnxruntime-{n}-{name}-{tag(size)}.npy")
+                for lib in ("dynamic", "static"):
+                    got = np.load(work / f"out-{lib}-{n}-{name}-{tag(size)}.npy")
+                    what = f"{name} {tag(size)} {lib}"
+                    np.testing.assert_allclose(got, ref, rtol=TOL, atol=TOL, err_msg=what)
+
+
+def table(models: list[str], threads: list[int], samples: dict) -> str:
+    lines = [
+        "| model | size | threads | kiln dynamic (ms) | kiln static (ms) | onnxruntime (ms) "
+        "| static / dynamic | onnxruntime / dynamic |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in models:
+        for size in sizes(name):
+            for n in threads:
+                ms = {lib: statistics.median(samples[(name, tag(size), lib, n)]) * 1e3
+                      for lib in LIBS}  # fmt: skip
+                lines.append(
+                    f"| {name} | {tag(size)} | {n} | {ms['dynamic']:.3f} | {ms['static']:.3f} "
+                    f"| {ms['onnxruntime']:.3f} | {ms['static'] / ms['dynamic']:.2f} "
+                    f"| {ms['onnxruntime'] / ms['dynamic']:.2f} |"
+                )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(ALL_MODELS))
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--min-seconds", type=float, default=0.3)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--markdown", type=Path)
+    p.add_argument("--worker", choices=LIBS)
+    p.add_argument("--work", type=Path)
+    args = p.parse_args()
+    models = args.models.split(",")
+    threads = [int(t) for t in args.threads.split(",")]
+    if args.worker:
+        time_worker(args.worker, threads[0], models, args.work, args)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        prepare(models, work)
+        samples = collect(args, models, threads, work)
+        check_outputs(models, threads, work)
+    text = f"{machine()}\n\n{table(models, threads, samples)}"
+    print(text)
+    if args.markdown:
+        update_readme(args.markdown, text, "bench_dynamic")
+
+
+if __name__ == "__main__":
+    main()
