@@ -10,28 +10,17 @@ test); prints the median of each and the bar.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.bench_script import median_time
 from kiln.relax.transform import FuseOps, LowerTE
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.vm_format import Arg, Call, Executable, FuncKind, Ret, VMFunction
 from tests.relax.transform.test_lower_te_fusion import graph_200_ops
-
-
-def median_seconds(fn: Callable[[int], object], repeats: int) -> float:
-    times = []
-    for r in range(repeats):
-        start = time.perf_counter()
-        fn(r)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def lower_200_ops(_: int) -> None:
@@ -54,7 +43,7 @@ def main() -> None:
         ("FuseOps + LowerTE, 200 ops / 40 distinct", lower_200_ops, 2.0),
         ("export + load, 45 MB constant", export_45mb, 10.0),
     ):
-        s = median_seconds(fn, repeats)
+        s = median_time(fn, repeats)
         print(f"{name:44s} {s:7.2f} s  (bar {bar:.0f} s: {'ok' if s <= bar else 'OVER'})")
 
 

@@ -162,6 +162,18 @@ def from_linear(lin: Linear, dtype: DataType) -> PrimExpr | None:
     return acc
 
 
+def mul_factors(e: PrimExpr) -> list[PrimExpr]:
+    """The factors of a product ``e`` (a chain of `Mul`), left to right; ``[e]`` otherwise."""
+    factors, todo = [], [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Mul):
+            todo += [x.b, x.a]
+        else:
+            factors.append(x)
+    return factors
+
+
 def linear_bound(lin: Linear, bound: Callable[[PrimExpr], ConstIntBound]) -> ConstIntBound:
     """The interval of ``lin`` from the bounds of its atoms (exact integer arithmetic)."""
     acc = ConstIntBound(lin.const, lin.const)

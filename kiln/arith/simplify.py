@@ -39,13 +39,14 @@ from kiln.arith.bound import (
     normalize_var_bounds,
 )
 from kiln.arith.constraint import constraint_bounds
+from kiln.arith.linear import mul_factors
 from kiln.arith.overflow import introduces_overflow
 from kiln.arith.rules import FOLD, rule_table
 from kiln.arith.rules_arith import ARITH
 from kiln.arith.rules_div import DIVMOD
 from kiln.arith.rules_logic import LOGIC
 from kiln.arith.stmt import StmtSimplifier
-from kiln.tir.expr import IntImm, Let, Mul, PrimExpr, Var, as_const_int, convert
+from kiln.tir.expr import IntImm, Let, PrimExpr, Var, as_const_int, convert
 from kiln.tir.functor import substitute
 
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
@@ -120,13 +121,7 @@ class Analyzer:
         extent = rng.extent if hasattr(rng, "extent") else rng[1]
         if not isinstance(extent, PrimExpr) or isinstance(extent, IntImm):
             return []
-        factors, todo = [], [extent]
-        while todo:
-            x = todo.pop()
-            if isinstance(x, Mul):
-                todo += [x.a, x.b]
-            else:
-                factors.append(x)
+        factors = mul_factors(extent)
         if any(self.const_int_bound(f).min_value < 0 for f in factors):
             return []
         return [f for f in factors if isinstance(f, Var)]

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from kiln.arith import simplify
 from kiln.arith.bound import BoundAnalyzer
-from kiln.arith.linear import Linear, from_linear, linear_bound, to_linear
+from kiln.arith.linear import Linear, from_linear, linear_bound, mul_factors, to_linear
 from kiln.ir.dtype import DataType
 from kiln.ir.visitor import pre_order_nodes
 from kiln.te.inline import loads_in
 from kiln.te.lower_loops import Guard, StageLoops
 from kiln.te.rewrite import substitute_axes
-from kiln.tir.expr import FloorDiv, FloorMod, Mul, PrimExpr, Var, as_const_int, convert
+from kiln.tir.expr import FloorDiv, FloorMod, PrimExpr, Var, as_const_int, convert
 
 if TYPE_CHECKING:
     from kiln.te.lower import LowerState
@@ -140,13 +140,7 @@ def _divided_by(lin: Linear, d: PrimExpr) -> Linear | None:
 
 def _without_factor(e: PrimExpr, d: PrimExpr) -> PrimExpr | None:
     """The product ``e`` with one factor that is ``d`` (the same object) removed, else None."""
-    factors, todo = [], [e]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, Mul):
-            todo += [x.b, x.a]
-        else:
-            factors.append(x)
+    factors = mul_factors(e)
     for k, f in enumerate(factors):
         if f is d:
             rest = factors[:k] + factors[k + 1 :]
