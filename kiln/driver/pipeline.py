@@ -53,7 +53,8 @@ TIR, for a target with a device (``cuda``, host ``c``):
 9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
    store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+);
 10. `LoopPartition` — loops the schedule marked ``loop_partition`` (padding copies) split where
-    the conditions of their bodies change, so each piece is a plain copy or a fill;
+    the conditions of their bodies change, so each piece is a plain copy or a fill; a loop over
+    a symbolic extent split into its whole steps (no tail guard) and the guarded rest;
 11. `Simplify` — index arithmetic rewritten by `kiln.arith` under loop and thread bounds
     (``(f // 64) * 1024 + (f % 64) * 16 + i`` becomes ``f * 16 + i``), values kept exactly;
 12. `VectorizeLoop(target)` — vectorized loops annotated ``pragma_explicit_vector`` become vector

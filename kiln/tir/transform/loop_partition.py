@@ -22,6 +22,13 @@ becomes true, or false, for every value of ``r``. A tile loop ``xo`` reading
 ``x = xo*8 + xi + rx - 1`` is cut where every pixel and tap of a tile lies inside the row.
 Conditions mentioning other variables give none.
 
+Symbolic tails (any serial loop, annotated or not): a loop ``v`` from 0 over a symbolic extent
+whose body holds guards ``k*v + r < x`` (``r`` over loops inside the body, ``x`` free of both:
+the tail guard of a split by a constant over a symbolic extent, ``ko*32 + l < s``) becomes a main
+loop over the values of ``v`` for which every such guard holds for every ``r``, without those
+guards, then the rest of the loop with them: whole vectors run unguarded and GCC vectorizes
+them; only the last, partial one is guarded.
+
 Precondition: annotated loops have a constant ``min`` and ``extent`` (others are left whole).
 Postcondition: no loop carries the annotation; each piece keeps the loop's kind and other
 annotations, and every copy of a body but the first has fresh copies of the variables it
@@ -36,7 +43,7 @@ import functools
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from kiln.arith.linear import Atom, Linear, to_linear
+from kiln.arith.linear import Atom, Linear, from_linear, to_linear
 from kiln.arith.rules_logic import FLIP, decide_compare
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
@@ -44,9 +51,25 @@ from kiln.ir.node import as_attrs
 from kiln.ir.transform import PassContext
 from kiln.ir.visitor import Mutator, pre_order_nodes
 from kiln.tir.analysis.rebind import renew_defs
-from kiln.tir.expr import BOOL, EQ, GE, GT, LE, LT, NE, And, IntImm, PrimExpr, Var, as_const_int
+from kiln.tir.expr import (
+    BOOL,
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    And,
+    FloorDiv,
+    IntImm,
+    Max,
+    Min,
+    PrimExpr,
+    Var,
+    as_const_int,
+)
 from kiln.tir.function import PrimFunc, PrimFuncPass
-from kiln.tir.stmt import For, ForKind, IfThenElse, Stmt, seq
+from kiln.tir.stmt import For, ForKind, IfThenElse, LetStmt, Stmt, seq
 
 PARTITION = "pragma_loop_partition"
 """The loop annotation asking for the split (`kiln.te.Stage.pragma` ``"loop_partition"``):
@@ -87,7 +110,7 @@ class _Partition(Mutator):
             return self._guard(s)
         s = self.generic_visit(s)
         if not mode:
-            return s
+            return _split_tail(s) or s
         s, rng = _strip(s)
         if rng is None:
             return s
@@ -234,3 +257,70 @@ def _cuts(op: type, k: int, c: int) -> list[int]:
     if c % k:  # EQ / NE: no integer solution
         return []
     return [-c // k, -c // k + 1]
+
+
+def _split_tail(s: For) -> Stmt | None:
+    """``s`` as a main loop without its tail guards and the guarded rest (module docstring),
+    or None when ``s`` is not a serial loop from 0 over a symbolic extent with such guards."""
+    if s.kind != ForKind.SERIAL or as_const_int(s.extent) is not None:
+        return None
+    if as_const_int(s.min) != 0 or not s.loop_var.dtype.is_int:
+        return None
+    inner = _inner_bounds(s.body)
+    defined = {n.loop_var for n in pre_order_nodes(s.body) if isinstance(n, For)}
+    defined |= {n.var for n in pre_order_nodes(s.body) if isinstance(n, LetStmt)}
+    guards, limits = [], []
+    for n in pre_order_nodes(s.body):
+        if isinstance(n, IfThenElse) and n.else_case is None:
+            limit = _tail_limit(s.loop_var, n.condition, inner, defined)
+            if limit is not None:
+                guards.append(n)
+                limits.append(limit)
+    if not guards:
+        return None
+    main = functools.reduce(Min, limits, s.extent)
+    main = Max(IntImm(s.extent.dtype, 0), main)
+    body = _Unguard({id(g) for g in guards}).visit(s.body)
+    head = replace(s, extent=main, body=body)
+    rest = renew_defs(replace(s, min=main, extent=s.extent - main))
+    return seq(head, rest)
+
+
+def _tail_limit(
+    v: Var, cond: PrimExpr, inner: dict[Var, tuple[int, int]], defined: set[Var]
+) -> PrimExpr | None:
+    """For ``k*v + r + f < 0`` (or ``<= 0``; ``r`` over the inner loops, ``f`` free of the
+    loop's variables, ``k > 0``): the first ``v`` at which it may fail for some ``r``."""
+    if not isinstance(cond, (LT, LE)) or not cond.a.dtype.is_int or cond.a.dtype.lanes != 1:
+        return None
+    lin = to_linear(cond.a).plus(to_linear(cond.b), -1)
+    k = lin.terms.pop(Atom(v), None)
+    if k is None or k <= 0:
+        return None
+    free = Linear({a: c for a, c in lin.terms.items() if a.expr not in inner}, 0)
+    rest = _rest_bound(Linear({a: c for a, c in lin.terms.items() if a.expr in inner}, lin.const),
+                       inner)  # fmt: skip
+    uses = {n for a in free.terms for n in pre_order_nodes(a.expr) if isinstance(n, Var)}
+    if rest is None or not free.terms or uses & (defined | {v}):
+        return None
+    # NOTE: k*v + hi + f < 0  <=>  v < ceil(-(hi + f) / k); with <=, v < floor(-(hi + f) / k) + 1
+    bound = from_linear(free.scaled(-1).plus(Linear({}, -rest[1])), v.dtype)
+    if bound is None:
+        return None
+    kk = IntImm(v.dtype, k)
+    if isinstance(cond, LT):
+        return FloorDiv(bound + IntImm(v.dtype, k - 1), kk)
+    return FloorDiv(bound, kk) + IntImm(v.dtype, 1)
+
+
+class _Unguard(Mutator):
+    """The statements with the guards named (by id) replaced by their bodies."""
+
+    def __init__(self, guards: set[int]) -> None:
+        super().__init__()
+        self.guards = guards
+
+    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+        if id(s) in self.guards:
+            return self.visit(s.then_case)
+        return self.generic_visit(s)

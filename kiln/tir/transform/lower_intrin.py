@@ -205,12 +205,21 @@ class _Lower(Mutator):
         return self.math(_call("floor", v), MATH_OPS["floor"])
 
     def non_negative(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
-        """True when ``a >= 0`` and ``b >= 1`` provably (scalars only): a positive constant, or
-        a shape variable inside a loop whose running proves it positive."""
+        """True when ``a >= 0`` and ``b >= 0`` provably (scalars only), where C's ``/`` and
+        ``%`` are floor division and modulo. NOTE: ``b == 0`` is no exception: a division by a
+        divisor that may be 0 is guarded before it runs (`place_guards`), and is undefined in
+        C either way."""
         if a.dtype.lanes != 1 or b.dtype.lanes != 1:
             return False
-        bound = self.an.const_int_bound
-        return bound(b).min_value >= 1 and bound(a).min_value >= 0
+        return self.an.const_int_bound(b).min_value >= 0 and self.sum_non_negative(a)
+
+    def sum_non_negative(self, e: E.PrimExpr) -> bool:
+        """``e >= 0`` term by term: sums, products, minima and maxima, floor divisions and
+        modulos of non-negative parts (a product of two shape variables has no constant bound
+        below the int64 limit, but is never negative where the index arithmetic is defined)."""
+        if isinstance(e, (E.Add, E.Mul, E.Min, E.Max, E.FloorDiv, E.FloorMod, E.Div, E.Mod)):
+            return self.sum_non_negative(e.a) and self.sum_non_negative(e.b)
+        return self.an.const_int_bound(e).min_value >= 0
 
 
 def _call(name: str, x: E.PrimExpr) -> E.Call:

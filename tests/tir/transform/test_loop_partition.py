@@ -197,3 +197,33 @@ def test_no_copy_when_a_guard_loop_has_no_interior() -> None:
     out = _run(_tiled_func(6, tw=12))
     assert not any(isinstance(n, tir.IfThenElse) for n in pre_order_nodes(out.body))
     assert "pragma_loop_partition" not in str(out)
+
+
+def _tail_func(step: int = 8) -> tir.PrimFunc:
+    """``B[ko*8 + l] = A[ko*8 + l] * 2`` over ``ko in [0, ceil(n / 8))``, ``l in [0, 8)``, guarded
+    by ``ko*8 + l < n``: the split of a symbolic extent by a constant, as TE lowers it."""
+    n = tir.SizeVar("n", "int64")
+    A, B = tir.decl_buffer((n,), "float32", "A"), tir.decl_buffer((n,), "float32", "B")
+    ko, lane = tir.Var("ko", "int64"), tir.Var("l", "int64")
+    at = ko * step + lane
+    guard = tir.IfThenElse(at < n, tir.BufferStore(B, A[at] * tir.const(2.0), (at,)))
+    zero, width = tir.const(0, "int64"), tir.const(step, "int64")
+    inner = tir.For(lane, zero, width, tir.ForKind.SERIAL, guard)
+    body = tir.For(ko, zero, tir.FloorDiv(n + (step - 1), width), tir.ForKind.SERIAL, inner)
+    params = (tir.Var("A", "handle"), tir.Var("B", "handle"))
+    return tir.PrimFunc(params, body, buffer_map=dict(zip(params, (A, B))))
+
+
+def test_a_symbolic_tail_guard_leaves_the_whole_steps_unguarded() -> None:
+    """No annotation needed: the main loop runs the steps every lane of which is inside
+    (``ko < n // 8``) with no guard, the rest keeps it; both compute what the original did."""
+    out = _run(_tail_func())
+    main, tail = _loops(out.body)
+    assert not any(isinstance(n, tir.IfThenElse) for n in pre_order_nodes(main))
+    assert any(isinstance(n, tir.IfThenElse) for n in pre_order_nodes(tail))
+    built = kiln.build(_tail_func().with_attr("global_symbol", "f"), target="c")
+    for n in (0, 1, 7, 8, 13, 16, 17):
+        a = np.arange(n, dtype="float32")
+        b = np.full(n, -1.0, "float32")
+        built["f"](a, b)
+        np.testing.assert_array_equal(b, a * 2)

@@ -230,3 +230,19 @@ def test_floor_division_by_a_shape_variable_in_a_loop_over_it_is_plain() -> None
     f = tir.PrimFunc((a, n, s), body, buffer_map={a: A}, attrs={"global_symbol": "f"})
     out = lower(f)
     assert not any(isinstance(x, (tir.FloorDiv, tir.FloorMod, tir.Select)) for x in nodes(out))
+
+
+def test_floor_division_of_a_product_of_shape_variables_is_plain() -> None:
+    """``(i * s + 3) // s`` with ``i`` a loop index and ``s`` a shape variable: every term is
+    non-negative (the product has no constant bound under the int64 limit, but is never
+    negative), and a zero ``s`` is guarded before: plain ``/`` and ``%``."""
+    n, s = tir.SizeVar("n", "int64"), tir.SizeVar("s", "int64")
+    i = tir.Var("i", "int64")
+    A = tir.decl_buffer((n,), "float32", "A")
+    flat = i * s + tir.const(3, "int64")
+    store = tir.BufferStore(A, A[tir.FloorMod(tir.FloorDiv(flat, s), n)], (i,))
+    body = tir.For(i, tir.const(0, "int64"), n, tir.ForKind.SERIAL, store)
+    a = tir.Var("A", "handle")
+    f = tir.PrimFunc((a, n, s), body, buffer_map={a: A}, attrs={"global_symbol": "f"})
+    out = lower(f)
+    assert not any(isinstance(x, (tir.FloorDiv, tir.FloorMod, tir.Select)) for x in nodes(out))
