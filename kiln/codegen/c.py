@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from kiln.codegen.c_expr import CExprEmitter, c_string, is_op
+from kiln.codegen.c_message import assert_message, message_values, printf_cast, printf_format
 from kiln.codegen.c_parallel import emit_omp_loop, emit_pool_loop, outlined_call
 from kiln.codegen.names import C_HEADER_NAMES, CNameSupply
 from kiln.codegen.vector_report import VectorLoop, loop_marks, strip_loop_marks
@@ -56,15 +57,6 @@ from kiln.tir.attrs import NO_ERROR, NOALIAS, STACK_ALLOC_BYTES
 from kiln.tir.builtin import MATH_SYMBOLS
 from kiln.tir.function import PrimFunc
 from kiln.tir.type import PointerType, TupleType
-
-ERROR_KINDS = (
-    "ValueError",
-    "TypeError",
-    "IndexError",
-    "RuntimeError",
-    "MemoryError",
-    "KernelIndexError",  # kiln.errors.KernelIndexError, registered with tvm-ffi by kiln.runtime
-)
 
 
 @dataclass
@@ -570,39 +562,6 @@ class CodeGenC(CExprEmitter):
         ]
         ret = "void" if dtype.is_void else self.type_of(dtype.element_of())
         self.extern_decls[name] = f"{ret} {name}({', '.join(types) or 'void'});"
-
-
-def assert_message(message: E.PrimExpr) -> tuple[str, str]:
-    """(Python exception kind, text) of an assert message; ``"TypeError: ..."`` picks the kind.
-    For a ``tir.format`` message the text is its template (`message_values` fills it)."""
-    if is_op(message, "format") and message.args and isinstance(message.args[0], E.StringImm):
-        message = message.args[0]  # type: ignore[union-attr]
-    text = message.value if isinstance(message, E.StringImm) else str(message)
-    for kind in ERROR_KINDS:
-        if text.startswith(kind + ": "):
-            return kind, text[len(kind) + 2 :]
-    return "RuntimeError", text
-
-
-def message_values(message: E.PrimExpr) -> tuple[E.PrimExpr, ...]:
-    """The integers a ``tir.format`` message puts in place of its ``{}``s (none otherwise)."""
-    return tuple(message.args[1:]) if is_op(message, "format") else ()  # type: ignore[union-attr]
-
-
-def printf_format(text: str, values: tuple[E.PrimExpr, ...]) -> str:
-    """A message template as a printf format: ``%`` escaped, each ``{}`` a ``%lld`` (``%llu``
-    for an unsigned value; pass each through `printf_cast`)."""
-    parts = text.replace("%", "%%").split("{}")
-    out = parts[0]
-    for k, part in enumerate(parts[1:]):
-        unsigned = k < len(values) and values[k].dtype.is_uint
-        out += ("%llu" if unsigned else "%lld") + part
-    return out
-
-
-def printf_cast(value: str, dtype: DataType) -> str:
-    """``value`` (C text) as the argument `printf_format` expects for a value of ``dtype``."""
-    return f"(unsigned long long)({value})" if dtype.is_uint else f"(long long)({value})"
 
 
 def is_noalias(func: PrimFunc) -> bool:

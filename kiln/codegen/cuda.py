@@ -23,16 +23,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
-from kiln.codegen.c import (
-    CodeGenC,
-    Exit,
-    FuncState,
-    assert_message,
-    message_values,
-    printf_cast,
-    printf_format,
-)
+from kiln.codegen.c import CodeGenC, Exit, FuncState
 from kiln.codegen.c_expr import c_string, is_op
+from kiln.codegen.c_message import assert_message, message_values, printf_cast, printf_format
 from kiln.codegen.c_prelude import storage_float_suffix
 from kiln.codegen.cuda_prelude import NATIVE_FLOATS, CudaPrelude
 from kiln.errors import CodegenError
