@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,21 +27,12 @@ from kiln.ir.module import IRModule
 from kiln.relax.expr import Function
 from kiln.relax.frontend.common import ident
 from kiln.relax.struct_info import TensorStructInfo
+from kiln.runtime.vm_format import TensorSpec
 from kiln.tir.expr import IntImm
 
-
-@dataclass(frozen=True)
-class InputSpec:
-    """One input of a model: its name, dtype and dims (ints, or names of symbolic dims)."""
-
-    name: str
-    dtype: str
-    dims: tuple[int | str, ...] | None
-
-    def describe(self) -> str:
-        if self.dims is None:
-            return f"{self.name}: {self.dtype}"
-        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+InputSpec = TensorSpec
+"""One input of a model: its name, dtype and dims (ints, or names of symbolic dims); the same
+record the exported artifact's signature holds."""
 
 
 def _is_onnx(obj: Any) -> bool:

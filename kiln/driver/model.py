@@ -56,7 +56,7 @@ class CompiledModel:
         self.executable = executable
         sig = executable.signature(entry)
         if inputs is None and sig is not None:
-            inputs = [InputSpec(t.name, t.dtype, t.dims) for t in sig.inputs]
+            inputs = list(sig.inputs)
         self.inputs = inputs
         self.outputs: list[TensorSpec] | None = None if sig is None else list(sig.outputs)
         self.vm = VirtualMachine(executable, device)

@@ -377,13 +377,19 @@ def strided_slice(
     )
 
 
+def index_sinfo(call: Call, i: int) -> TensorStructInfo:
+    """The struct info of argument ``i``, a tensor of integer indices (a clear error else)."""
+    idx = tensor_sinfo(call, i, "indices")
+    if not idx.dtype.is_void and not idx.dtype.is_integer:
+        raise fail(call, f"indices must be integers, got {describe(call.args[i])}")
+    return idx
+
+
 # -- take / broadcast_to -------------------------------------------------------------------------
 def _infer_take(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 2)
     x = tensor_sinfo(call, 0, "data")
-    idx = tensor_sinfo(call, 1, "indices")
-    if not idx.dtype.is_void and not idx.dtype.is_integer:
-        raise fail(call, f"indices must be integers, got {describe(call.args[1])}")
+    idx = index_sinfo(call, 1)
     if call.attrs.get("mode", "raise") not in topi.transform.MODES:
         modes = ", ".join(repr(m) for m in topi.transform.MODES)
         raise fail(call, f"mode must be one of {modes}, got {call.attrs.get('mode')!r}")
@@ -450,9 +456,7 @@ def broadcast_to(x: Expr, shape: Any) -> Call:
 def _infer_gather_elements(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 2)
     x = tensor_sinfo(call, 0, "data")
-    idx = tensor_sinfo(call, 1, "indices")
-    if not idx.dtype.is_void and not idx.dtype.is_integer:
-        raise fail(call, f"indices must be integers, got {describe(call.args[1])}")
+    idx = index_sinfo(call, 1)
     if x.ndim >= 0 and idx.ndim >= 0 and x.ndim != idx.ndim:
         raise fail(call, f"data and indices must have the same rank ({x.ndim} vs {idx.ndim})")
     if x.ndim >= 0:
@@ -484,9 +488,7 @@ def gather_elements(x: Expr, indices: Expr, axis: int = 0) -> Call:
 def _infer_gather_nd(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 2)
     x = tensor_sinfo(call, 0, "data")
-    idx = tensor_sinfo(call, 1, "indices")
-    if not idx.dtype.is_void and not idx.dtype.is_integer:
-        raise fail(call, f"indices must be integers, got {describe(call.args[1])}")
+    idx = index_sinfo(call, 1)
     b = call.attrs["batch_dims"]
     if x.dims is None or idx.dims is None:
         return TensorStructInfo(None, x.dtype, -1)
