@@ -81,7 +81,7 @@ class FuncState:
     label: str
     names: CNameSupply
     vars: dict[E.Var, str] = field(default_factory=dict)
-    heap: list[str] = field(default_factory=list)
+    heap: list[str] = field(default_factory=list)  # release statements, innermost last
     exits: list[Exit] = field(default_factory=list)
 
     @property
@@ -245,7 +245,7 @@ class CodeGenC(CExprEmitter):
         ex = st.exits[-1]
         ex.used = True
         self.exit_count += 1
-        frees = [f"free({p});" for p in reversed(st.heap[ex.heap_mark :])]
+        frees = list(reversed(st.heap[ex.heap_mark :]))
         if ex.kind == "parallel":
             self.prelude.need("parallel_errors")
             return [f"kiln_par_capture(&{ex.slot});", *frees, f"goto {ex.label};"]
@@ -372,14 +372,14 @@ class CodeGenC(CExprEmitter):
         if any(x.kind == "parallel" for x in self.fn.exits):
             raise CodegenError(f"{self.fn.label}: T.ret inside a parallel loop is not supported")
         if not self.fn.returns_value:
-            for p in reversed(self.fn.heap):
-                self.emit(f"free({p});")
+            for release in reversed(self.fn.heap):
+                self.emit(release)
             self.emit("return 0;")
             return
         rv = self.temp("rv")
         self.emit(f"{self.c_type(self.fn.func.ret_type)} {rv} = {self.expr(value)};")
-        for p in reversed(self.fn.heap):
-            self.emit(f"free({p});")
+        for release in reversed(self.fn.heap):
+            self.emit(release)
         self.emit(f"return {rv};")
 
     def stmt_BufferStore(self, s: S.BufferStore) -> None:
@@ -408,31 +408,35 @@ class CodeGenC(CExprEmitter):
         if scope not in self.PLAIN_SCOPES:
             self.allocate_scoped(s, scope)
             return
-        elem = self.storage_type(s.dtype)
         count = E.const_product(s.extents)
-        name = self.bind_var(s.buffer_var)
         # NOTE: scratch is used through a ``restrict`` pointer. Over a plain local array GCC
         # kept a row reduction's vector accumulators (a scratch array) in memory, a store and a
         # reload per add, when the loop read another scratch array (softmax's sum over its exp
         # row: 308 -> 281 us over 1024x1024 on one Zen 4 core); through ``restrict`` pointers
         # they stay in registers. All accesses go through the pointer, so ``restrict`` holds.
         if count is not None and count * s.dtype.itemsize <= self.STACK_ALLOC_BYTES:
+            elem, name = self.storage_type(s.dtype), self.bind_var(s.buffer_var)
             store = self.fn.names.fresh(f"{name}_storage")
             self.emit(f"{elem} {store}[{max(count, 1)}] __attribute__((aligned(64)));")
             self.emit(f"{elem}* restrict {name} = {store};")
             self.stmt(s.body)
             return
         self.prelude.need("alloc")
+        self.heap_allocate(s, "kiln_alloc", "free")
+
+    def heap_allocate(self, s: S.Allocate, alloc: str, release: str) -> None:
+        """``s``'s buffer from ``alloc(nbytes, func, name)`` (NULL: an error is raised), freed by
+        ``release(pointer)`` after the body and on every error exit inside it."""
+        elem, name = self.storage_type(s.dtype), self.bind_var(s.buffer_var)
         nbytes = " * ".join(
             [f"(int64_t){self.expr(x)}" for x in s.extents] + [str(s.dtype.itemsize)]
         )
         where = f"{c_string(self.fn.label)}, {c_string(s.buffer_var.name)}"
-        self.emit(f"{elem}* restrict {name} = ({elem}*)kiln_alloc({nbytes}, {where});")
+        self.emit(f"{elem}* restrict {name} = ({elem}*){alloc}({nbytes}, {where});")
         self.emit_guard(f"{name} == NULL")
-        self.fn.heap.append(name)
+        self.fn.heap.append(f"{release}({name});")
         self.stmt(s.body)
-        self.fn.heap.pop()
-        self.emit(f"free({name});")
+        self.emit(self.fn.heap.pop())
 
     def allocate_scoped(self, s: S.Allocate, scope: str) -> None:
         """Allocation in a target-specific memory scope; the host C backend has none."""

@@ -9,6 +9,8 @@ What it adds to `CodeGenCHost`:
   ``kiln_cuda_launch``: arguments are stored in locals of the kernel parameters' exact types
   (float16/bfloat16 scalars as their bits), the extents map onto grid and block dimensions by the
   kernel's ``tir.kernel_launch_params`` tags; a failed launch raises and unwinds like any error;
+- an intermediate that a host function passes to its kernels is device memory
+  (``kiln_cuda_alloc`` on the arguments' device, freed on every exit), never host scratch;
 - the entry of an exposed function that launches kernels (itself or through host helpers) first
   checks the driver (raising a clear ``RuntimeError`` without a GPU), then requires every tensor
   argument on CUDA and on one device, whose index the launches use.
@@ -30,7 +32,7 @@ from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.visitor import post_order_visit
-from kiln.runtime.cuda_driver import DRIVER_C, LAUNCH_C
+from kiln.runtime.cuda_driver import DRIVER_C, LAUNCH_C, SCRATCH_C
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
 from kiln.tir.attrs import KERNEL_LAUNCH_PARAMS, USE_DYN_SHARED_MEMORY
@@ -41,6 +43,7 @@ CUDA_HOST_HELPERS = {
     **HOST_HELPERS,
     "cuda_driver": (DRIVER_C, ("fail",)),
     "cuda_launch": (LAUNCH_C, ("cuda_driver",)),
+    "cuda_scratch": (SCRATCH_C, ("cuda_driver",)),
 }
 
 GRID_TAGS = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
@@ -138,6 +141,15 @@ class CodeGenCUDAHost(CodeGenCHost):
                 self.emit(f"if ({dev} != kiln_cuda_device_id) return {fail};")
         super().emit_data_pointer(a, tensor)
 
+    # -- device scratch ---------------------------------------------------------------------
+    def stmt_Allocate(self, s: S.Allocate) -> None:
+        """An intermediate that the host passes to a kernel lives in device memory."""
+        if self.fn.gv.name_hint in self.launchers and passed_to_kernel(s):
+            self.prelude.need("cuda_scratch")
+            self.heap_allocate(s, "kiln_cuda_alloc", "kiln_cuda_free")
+            return
+        super().stmt_Allocate(s)
+
     # -- launches ---------------------------------------------------------------------------
     def stmt_Evaluate(self, s: S.Evaluate) -> None:
         if is_op(s.value, "launch_kernel"):
@@ -197,6 +209,19 @@ class CodeGenCUDAHost(CodeGenCHost):
             else:
                 raise CodegenError(f"{info.symbol}: unknown launch parameter {tag!r}")
         return ", ".join([*grid, *block, smem])
+
+
+def passed_to_kernel(s: S.Allocate) -> bool:
+    """Whether a kernel launch in the allocation's body takes its buffer as an argument."""
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        if is_op(n, "launch_kernel") and any(a is s.buffer_var for a in n.args):  # type: ignore[attr-defined]
+            found = True
+
+    post_order_visit(s.body, visit)
+    return found
 
 
 def launching_functions(mod: IRModule) -> set[str]:

@@ -249,3 +249,22 @@ static int kiln_cuda_launch(kiln_cuda_module* m, int k, int64_t gx, int64_t gy, 
   return r == 0 ? 0 : kiln_cuda_error(r, "launching kernel ", name);
 }
 """
+
+SCRATCH_C = r"""
+/* Device scratch of a host function that launches kernels (an intermediate that kernels pass
+   to each other): on the arguments' device; NULL with a RuntimeError raised on failure. */
+static void* kiln_cuda_alloc(int64_t nbytes, const char* func, const char* name) {
+  kiln_CUdeviceptr p = 0;
+  if (kiln_cuda_use_device(kiln_cuda_device_id) != 0) return NULL;
+  kiln_CUresult r = kiln_cu.MemAlloc(&p, (size_t)(nbytes > 0 ? nbytes : 1));
+  if (r == 0) return (void*)(uintptr_t)p;
+  char what[256];
+  snprintf(what, sizeof(what), "%s: allocating %lld bytes of device memory for ", func,
+           (long long)nbytes);
+  kiln_cuda_error(r, what, name);
+  return NULL;
+}
+
+/* cuMemFree waits for the kernels still using the memory. */
+static void kiln_cuda_free(void* p) { kiln_cu.MemFree((kiln_CUdeviceptr)(uintptr_t)p); }
+"""

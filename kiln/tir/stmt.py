@@ -194,6 +194,11 @@ class IfThenElse(Stmt):
     span: Span | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.condition, bool):
+            raise IRError(
+                f"IfThenElse condition is the Python bool {self.condition}: Python `==` on IR "
+                "expressions compares identity; build the test with `a.eq(b)` / `a.ne(b)`"
+            )
         _set(self, "condition", convert(self.condition))
         _set(self, "then_case", _stmt(self.then_case, "IfThenElse then"))
         if self.else_case is not None:

@@ -138,7 +138,7 @@ def block_sum(n: int = 4096, block: int = 256) -> IRModule:
                 steps.append(_sync())
                 stride //= 2
             steps.append(
-                tir.IfThenElse(tx == 0, tir.BufferStore(ob, tir.BufferLoad(smb, (0,)), (bx,)))
+                tir.IfThenElse(tx.eq(0), tir.BufferStore(ob, tir.BufferLoad(smb, (0,)), (bx,)))
             )
             return _alloc(sm, "float32", block, _seq(*steps))
 

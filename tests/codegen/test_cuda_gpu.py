@@ -8,7 +8,7 @@ import pytest
 import kiln
 from kiln.ir import IRModule
 from kiln.runtime import Module, cuda, empty, tensor, to_numpy
-from kiln.tir.transform import MakePackedAPI
+from kiln.tir.transform import LowerIntrin, MakePackedAPI
 from tests.codegen import cuda_kernels as K
 
 pytestmark = [pytest.mark.gpu, pytest.mark.needs_nvrtc, pytest.mark.usefixtures("gpu")]
@@ -16,7 +16,7 @@ RNG = np.random.default_rng(0)
 
 
 def build(mod: IRModule) -> Module:
-    return kiln.build(mod, K.CUDA, pipeline=[MakePackedAPI()])
+    return kiln.build(mod, K.CUDA, pipeline=[MakePackedAPI(), LowerIntrin(K.CUDA)])
 
 
 def on_gpu(x: np.ndarray) -> object:

@@ -181,3 +181,11 @@ def test_small_conversions():
     assert tir.Range(0, n).min.dtype == "int64"
     with pytest.raises(IRError, match="min is int32 but extent is int64"):
         tir.Range(tir.const(0), n)
+
+
+def test_a_python_bool_condition_is_refused():
+    # `tx == 0` on IR expressions is Python identity (False): a kernel guarded by it never ran.
+    tx = tir.Var("tx", "int32")
+    with pytest.raises(IRError, match=r"Python bool False.*a\.eq\(b\)"):
+        tir.IfThenElse(tx == 0, tir.Evaluate(0))
+    assert isinstance(tir.IfThenElse(tx.eq(0), tir.Evaluate(0)).condition, tir.EQ)

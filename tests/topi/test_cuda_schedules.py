@@ -101,6 +101,16 @@ def test_kernels_bind_blocks_and_threads(name: str) -> None:
     )
 
 
+def test_intermediates_between_kernels_live_in_device_memory() -> None:
+    # softmax's row max, sum and inverse pass from kernel to kernel: on the host stack they were
+    # an illegal address on the GPU
+    src = _build(CASES["softmax"])[0].inspect_source()
+    host = src[: src.index("// ---- CUDA device source")]
+    assert host.count("(float*)kiln_cuda_alloc(") == 3
+    assert host.count("kiln_cuda_free(T_softmax_max") >= 2
+    assert "_storage[" not in host
+
+
 def test_matmul_tiles_are_two_dimensional() -> None:
     src = _device_source(_build(CASES["matmul_64"])[0])
     assert "blockIdx.y" in src and "threadIdx.y" in src
@@ -146,8 +156,8 @@ def test_matches_numpy_on_gpu(name: str) -> None:
     if reason is not None:
         pytest.skip(f"no usable NVIDIA GPU: {reason}")
     mod, inputs, out, ref = _build(CASES[name])
-    arrays = [RNG.standard_normal(tuple(int(d) for d in t.shape), dtype="float32") for t in inputs]
-    shape = tuple(int(d) for d in out.shape)
+    arrays = [RNG.standard_normal(tuple(d.value for d in t.shape), dtype="float32") for t in inputs]
+    shape = tuple(d.value for d in out.shape)
     result = cuda_runtime.empty(shape, "float32")
     mod["main"](*[cuda_runtime.to_device(a) for a in arrays], result)
     cuda_runtime.synchronize()
