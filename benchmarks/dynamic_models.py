@@ -115,8 +115,16 @@ def export(name: str) -> Path:
     with tempfile.TemporaryDirectory() as work, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         raw = Path(work) / f"{name}.onnx"
-        torch.onnx.export(model, args, str(raw), input_names=names, output_names=["out"],
-                          dynamic_axes=dyn, dynamo=name not in TORCHSCRIPT, opset_version=18)
+        torch.onnx.export(
+            model,
+            args,
+            str(raw),
+            input_names=names,
+            output_names=["out"],
+            dynamic_axes=dyn,
+            dynamo=name not in TORCHSCRIPT,
+            opset_version=18,
+        )
         proto = onnx.load(str(raw))
     strip_weights(proto)
     out = HERE / f"{name}.onnx"

@@ -45,8 +45,9 @@ PAIR = Signature(
     (TensorSpec("x", "float32", ("n", 4)), TensorSpec("w", "float32", (4, 2))),
     (
         TensorSpec("y", "float32", ("n", 2)),
-        TensorSpec("z", "float32", (str(Pair["main"].ret_struct_info.fields[1].fields[0].dims[0]),
-                                    2)),  # fmt: skip
+        TensorSpec(
+            "z", "float32", (str(Pair["main"].ret_struct_info.fields[1].fields[0].dims[0]), 2)
+        ),  # fmt: skip
         TensorSpec("s", "float32", ("n",)),
     ),
 )

@@ -226,9 +226,7 @@ class _Guards(DeepWalker):
             for n in pre_order_nodes(s):
                 if isinstance(n, S.BufferStore):
                     out.add(n.buffer.data)  # type: ignore[union-attr]
-                elif isinstance(n, E.Call) and not (
-                    isinstance(n.op, Op) and n.op.effect in _PURE
-                ):
+                elif isinstance(n, E.Call) and not (isinstance(n.op, Op) and n.op.effect in _PURE):
                     out = None
                     break
             self.written[id(s)] = None if out is None else frozenset(out)
