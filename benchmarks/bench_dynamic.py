@@ -13,6 +13,9 @@ filled from a fixed seed. Sizes: batch 1/4/8/16 for the image models; (batch, se
 For every model and size, three callables run the same weights on the same inputs:
 
 - **kiln dynamic**: the model compiled once with its symbolic dims, called at that size;
+- **kiln buckets**: the model compiled once with every benchmarked size declared as a bucket
+  (``dims={"batch": [...], "seq": [...]}``: fixed-size models picked per call), called through
+  `kiln.compile`'s model (the per-call dims check and pick included);
 - **kiln static**: the model compiled with the dims pinned to that size (``shape_dict``);
 - **onnxruntime**: the dynamic model.
 
@@ -44,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import worker_env  # noqa: E402
 from bench_ops import machine, update_readme  # noqa: E402
 
-LIBS = ("dynamic", "static", "onnxruntime")
+LIBS = ("dynamic", "buckets", "static", "onnxruntime")
+KILN_LIBS = ("dynamic", "buckets", "static")
 ALL_MODELS = ("cnn", "resnet50", "bert", "gpt2", "llama")
 IMAGE_SIZES = [(1,), (4,), (8,), (16,)]
 TEXT_SIZES = [(1, 8), (1, 32), (1, 64), (4, 32)]  # the stored models hold 64 positions
@@ -53,6 +57,13 @@ TOL = 2e-3
 
 def sizes(name: str) -> list[tuple[int, ...]]:
     return IMAGE_SIZES if name in ("cnn", "resnet50") else TEXT_SIZES
+
+
+def bucket_dims(name: str) -> dict[str, list[int]]:
+    """``dims=`` declaring every benchmarked size of ``name`` as a bucket."""
+    if name in ("cnn", "resnet50"):
+        return {"batch": sorted({s[0] for s in IMAGE_SIZES})}
+    return {"batch": sorted({s[0] for s in TEXT_SIZES}), "seq": sorted({s[1] for s in TEXT_SIZES})}
 
 
 def tag(size: tuple[int, ...]) -> str:
@@ -95,6 +106,7 @@ def prepare(models: list[str], work: Path) -> None:
         input_name, rest = write_model(name, work)
         path = str(work / f"{name}.onnx")
         kiln.compile(path).export(work / f"{name}-dynamic.so")
+        kiln.compile(path, dims=bucket_dims(name))  # the buckets worker loads them from the cache
         for size in sizes(name):
             x = feed_for(name, size, rest)
             np.savez(work / f"{name}-{tag(size)}.npz", **{input_name: x})
@@ -111,12 +123,16 @@ def time_worker(lib: str, threads: int, models: list[str], work: Path, args: Any
             with np.load(work / f"{name}-{tag(size)}.npz") as data:
                 feed = {k: data[k] for k in data.files}
             path = {
+                "buckets": "",
                 "dynamic": f"{name}-dynamic.so",
                 "static": f"{name}-static-{tag(size)}.so",
                 "onnxruntime": f"{name}.onnx",
             }[lib]
             runtime = "onnxruntime" if lib == "onnxruntime" else "kiln"
-            call = RUNTIMES[runtime](str(work / path), feed, threads)
+            if lib == "buckets":
+                call = bucketed(work / f"{name}.onnx", name, feed)
+            else:
+                call = RUNTIMES[runtime](str(work / path), feed, threads)
             out = call()
             first = out[0] if isinstance(out, (list, tuple)) else out
             np.save(work / f"out-{lib}-{threads}-{name}-{tag(size)}.npy", np.asarray(first))
@@ -129,6 +145,15 @@ def time_worker(lib: str, threads: int, models: list[str], work: Path, args: Any
             print(json.dumps({**row, "samples": samples}))
 
 
+def bucketed(path: Path, name: str, feed: dict[str, np.ndarray]) -> Any:
+    """A call of ``name`` compiled with its sizes as buckets (from kiln's model cache)."""
+    import kiln
+
+    model = kiln.compile(str(path), dims=bucket_dims(name))
+    args = [feed[p] for p in model._call.params]
+    return lambda: model(*args)
+
+
 def collect(args: Any, models: list[str], threads: list[int], work: Path) -> dict:
     samples: dict[tuple, list[float]] = {}
     for _ in range(args.rounds):
@@ -137,9 +162,8 @@ def collect(args: Any, models: list[str], threads: list[int], work: Path) -> dic
                 cmd = [sys.executable, __file__, "--worker", lib, "--threads", str(n),
                        "--models", ",".join(models), "--work", str(work), "--repeat",
                        str(args.repeat), "--min-seconds", str(args.min_seconds)]  # fmt: skip
-                done = subprocess.run(
-                    cmd, env=worker_env(lib, n), capture_output=True, text=True, check=False
-                )
+                env = worker_env("kiln" if lib in KILN_LIBS else lib, n)
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
                 if done.returncode:
                     raise SystemExit(f"{lib} worker ({n} threads) failed:\n{done.stderr[-3000:]}")
                 for line in done.stdout.splitlines():
@@ -154,7 +178,7 @@ def check_outputs(models: list[str], threads: list[int], work: Path) -> None:
         for size in sizes(name):
             for n in threads:
                 ref = np.load(work / f"out-onnxruntime-{n}-{name}-{tag(size)}.npy")
-                for lib in ("dynamic", "static"):
+                for lib in KILN_LIBS:
                     got = np.load(work / f"out-{lib}-{n}-{name}-{tag(size)}.npy")
                     what = f"{name} {tag(size)} {lib}"
                     np.testing.assert_allclose(got, ref, rtol=TOL, atol=TOL, err_msg=what)
@@ -162,19 +186,21 @@ def check_outputs(models: list[str], threads: list[int], work: Path) -> None:
 
 def table(models: list[str], threads: list[int], samples: dict) -> str:
     lines = [
-        "| model | size | threads | kiln dynamic (ms) | kiln static (ms) | onnxruntime (ms) "
-        "| static / dynamic | onnxruntime / dynamic |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | size | threads | kiln dynamic (ms) | kiln buckets (ms) | kiln static (ms) "
+        "| onnxruntime (ms) | static / dynamic | static / buckets | onnxruntime / dynamic "
+        "| onnxruntime / buckets |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in models:
         for size in sizes(name):
             for n in threads:
                 ms = {lib: statistics.median(samples[(name, tag(size), lib, n)]) * 1e3
                       for lib in LIBS}  # fmt: skip
+                dyn, bkt, ort = ms["dynamic"], ms["buckets"], ms["onnxruntime"]
                 lines.append(
-                    f"| {name} | {tag(size)} | {n} | {ms['dynamic']:.3f} | {ms['static']:.3f} "
-                    f"| {ms['onnxruntime']:.3f} | {ms['static'] / ms['dynamic']:.2f} "
-                    f"| {ms['onnxruntime'] / ms['dynamic']:.2f} |"
+                    f"| {name} | {tag(size)} | {n} | {dyn:.3f} | {bkt:.3f} | {ms['static']:.3f} "
+                    f"| {ort:.3f} | {ms['static'] / dyn:.2f} | {ms['static'] / bkt:.2f} "
+                    f"| {ort / dyn:.2f} | {ort / bkt:.2f} |"
                 )
     return "\n".join(lines)
 

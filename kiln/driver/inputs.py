@@ -46,12 +46,17 @@ def _is_torch(obj: Any, name: str) -> bool:
     return False
 
 
+def is_onnx_model(obj: Any) -> bool:
+    """Whether ``obj`` is an ONNX model `kiln.compile` imports (a path, bytes, a ModelProto)."""
+    return isinstance(obj, (str, os.PathLike, bytes, bytearray)) or _is_onnx(obj)
+
+
 def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule:
     """The relax module of any model `kiln.compile` accepts (see the module docstring)."""
     if isinstance(obj, IRModule):
         _no_extra(options, "an IRModule")
         return obj
-    if isinstance(obj, (str, os.PathLike, bytes, bytearray)) or _is_onnx(obj):
+    if is_onnx_model(obj):
         from kiln.relax.frontend.onnx import from_onnx
 
         known = {k: options.pop(k) for k in ("shape_dict", "dtype_dict", "opset") if k in options}

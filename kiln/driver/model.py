@@ -4,6 +4,8 @@
                                               # onnx.ModelProto, an ExportedProgram, or a
     model = kiln.compile(net, example_args=(x,))   # torch.nn.Module (kiln.driver.inputs)
     model = kiln.compile(mod, external_codegens=["dnnl"])   # convolutions, matmuls: oneDNN
+    model = kiln.compile("bert.onnx", dims={"seq": [32, 128]})  # + fixed-size models for those
+                                              # sizes; (lo, hi) for bounds (kiln.driver.dims)
     y = model(x, w)                           # calls its entry function ("main")
     y = model(x=x, w=w)                       # inputs by name (checked against the model)
     print(model.profile(x, w))                # per-kernel time table
@@ -27,7 +29,14 @@ from typing import Any
 
 from kiln.driver import model_cache
 from kiln.driver.build import build_target
-from kiln.driver.inputs import InputSpec, arrange_inputs, as_ir_module, input_specs
+from kiln.driver.dims import DeclaredDims, SizeRouter, fixed_shapes
+from kiln.driver.inputs import (
+    InputSpec,
+    arrange_inputs,
+    as_ir_module,
+    input_specs,
+    is_onnx_model,
+)
 from kiln.driver.model_cache import model_key
 from kiln.driver.relax_build import build
 from kiln.errors import KilnError
@@ -69,9 +78,16 @@ class CompiledModel:
         self._call = self.vm[entry]
         self.path: Path | None = None
         """The library the model was loaded from (`kiln.load`, or kiln.compile's cache)."""
+        self.sizes: SizeRouter | None = None
+        """The declared dims (``dims=``): bounds checked per call, bucket models picked."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call(*arrange_inputs(self._call.params, args, kwargs, self.inputs))
+        values = arrange_inputs(self._call.params, args, kwargs, self.inputs)
+        if self.sizes is not None:
+            bucket = self.sizes.pick(values)
+            if bucket is not None:
+                return bucket._call(*values)
+        return self._call(*values)
 
     def __getitem__(self, name: str) -> Any:
         """Another function of the model, by name."""
@@ -84,7 +100,8 @@ class CompiledModel:
     def profile(self, *args: Any, **kwargs: Any) -> ProfileReport:
         """Call the entry function once; where the time went, per kernel (print it)."""
         values = arrange_inputs(self._call.params, args, kwargs, self.inputs)
-        return self.vm.profile(self.entry, *values)
+        bucket = None if self.sizes is None else self.sizes.pick(values)
+        return (bucket or self).vm.profile(self.entry, *values)
 
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Write the model as one shared library (load it back with `kiln.load`)."""
@@ -108,12 +125,24 @@ def compile(  # noqa: A001 - the public name kiln.compile
     device: Device | None = None,
     example_args: Any = None,
     external_codegens: Sequence[str] = (),
+    dims: dict[str, Any] | None = None,
     **options: Any,
 ) -> CompiledModel:
     """Compile a model for ``target`` and load it (see the module docstring). ``options`` go to
     the frontend: ``shape_dict``/``dtype_dict``/``opset`` for ONNX, ``dynamic_shapes`` for
     torch; the subgraphs that the external codegens named in ``external_codegens`` support go
-    to them."""
+    to them; ``dims`` declares sizes of symbolic dims (`kiln.driver.dims`)."""
+    if dims is not None:
+        declared = DeclaredDims.parse(dims)
+        again = dict(entry=entry, device=device, example_args=example_args)
+        again.update(external_codegens=external_codegens, **options)
+        model = compile(obj, target, exec_mode, **again)
+
+        def fixed(shapes: dict[str, Any]) -> CompiledModel:
+            return compile(obj, target, exec_mode, **{**again, "shape_dict": shapes})
+
+        model.sizes = size_router(model, declared, obj, options, fixed)
+        return model
     tgt = build_target(target)
     key = model_key(obj, tgt, exec_mode, entry, external_codegens, options)
     hit = cached_model(key, device, entry)
@@ -122,6 +151,31 @@ def compile(  # noqa: A001 - the public name kiln.compile
     mod = as_ir_module(obj, example_args, **options)
     ex = build(mod, tgt, exec_mode, external_codegens=external_codegens)
     return remember(key, CompiledModel(ex, device, entry, input_specs(mod, entry)))
+
+
+def size_router(
+    model: CompiledModel,
+    declared: DeclaredDims,
+    obj: Any,
+    options: dict[str, Any],
+    compile_fixed: Any,
+) -> SizeRouter:
+    """``model``'s `SizeRouter`, with a model compiled by ``compile_fixed(shape_dict)`` for
+    every combination of the declared buckets."""
+    declared.check_names(model.inputs)
+    variants = {}
+    if declared.sizes:
+        if not is_onnx_model(obj):
+            raise KilnError(
+                f"dims= buckets ({', '.join(declared.sizes)}) need an ONNX model, which kiln "
+                f"imports again with those dims fixed; a {type(obj).__name__} takes bounds "
+                "only, e.g. dims={'seq': (1, 512)}"
+            )
+        base = dict(options.get("shape_dict") or {})
+        for sizes in declared.combinations():
+            shapes = {**base, **fixed_shapes(model.inputs or [], sizes)}
+            variants[tuple(sizes[n] for n in sorted(sizes))] = compile_fixed(shapes)
+    return SizeRouter(model.inputs or [], declared, variants)
 
 
 def remember(key: str | None, model: CompiledModel) -> CompiledModel:

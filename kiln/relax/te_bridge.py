@@ -20,11 +20,21 @@ from kiln import te
 from kiln.errors import IRError
 from kiln.ir.node import FrozenMap
 from kiln.ir.visitor import pre_order_nodes
-from kiln.relax.expr import DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm, Tuple, Var
+from kiln.relax.expr import (
+    Constant,
+    DataTypeImm,
+    Expr,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    Var,
+)
 from kiln.relax.struct_info import INT64, TensorStructInfo, TupleStructInfo
 from kiln.te.tensor import AxisVar, ComputeOp, PlaceholderOp
 from kiln.tir.buffer import decl_buffer
 from kiln.tir.expr import Cast, IntImm, PrimExpr
+from kiln.tir.expr import const as tir_const
 from kiln.tir.expr import Var as TirVar
 from kiln.tir.function import PrimFunc
 
@@ -101,11 +111,25 @@ class TEArgs:
         hit = self._by_expr.get(id(value))
         if hit is not None:
             return hit
+        if isinstance(value, Constant) and value.data.size == 1:
+            return self.immediate(value)
         name = value.name_hint if isinstance(value, Var) else f"input{len(self.inputs)}"
         ph = te.placeholder(te_dims(sinfo.dims, self.wide), sinfo.dtype, name=name)
         self._by_expr[id(value)] = ph
         self.inputs.append((value, ph))
         return ph
+
+
+    def immediate(self, value: Constant) -> te.Tensor:
+        """A one-element constant as a compute of its value: inlined, the kernel reads an
+        immediate (``x * 0.5f``, ``pow(x, 3.0f)``), not a buffer."""
+        sinfo = value.struct_info_
+        item = value.data.reshape(()).item()
+        imm = tir_const(item, str(sinfo.dtype))  # type: ignore[union-attr]
+        dims = te_dims(sinfo.dims, self.wide)  # type: ignore[union-attr]
+        t = te.compute(dims, lambda *_: imm, name="constant", tag="elemwise")
+        self._by_expr[id(value)] = t
+        return t
 
 
 def as_tensors(outs: Any) -> list[te.Tensor]:

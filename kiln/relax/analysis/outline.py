@@ -2,7 +2,9 @@
 `FuseOps` and `PartitionForCompiler` share).
 
 `outline(graph, members, attrs)` builds a private function whose parameters are what the group
-reads from outside (variables, and constant tensors, which become parameters too), whose body is
+reads from outside (variables, and constant tensors, which become parameters too; with
+``keep_scalars``, one-element constants stay in the body, where lowering makes them
+immediates), whose body is
 the group's bindings in one dataflow block, and whose result is every value of the group used
 outside it (one value, or a tuple of them in binding order); its span is its first binding's.
 It returns None when the group mentions a symbolic variable its parameters do not define.
@@ -82,8 +84,14 @@ def substitute(e: Any, remap: dict[int, Expr]) -> Any:
     return e
 
 
-def group_inputs(graph: BlockGraph, members: list[int]) -> list[Expr]:
-    """What the group reads from outside: variables and constant tensors, by first use."""
+def is_scalar_constant(e: Any) -> bool:
+    """A constant tensor of one element (a scale, an epsilon, an exponent)."""
+    return isinstance(e, Constant) and e.data.size == 1
+
+
+def group_inputs(graph: BlockGraph, members: list[int], keep_scalars: bool = False) -> list[Expr]:
+    """What the group reads from outside: variables and constant tensors, by first use
+    (one-element constants stay inside with ``keep_scalars``)."""
     defined = {id(graph.bindings[m].var) for m in members}
     seen: set[int] = set()
     out: list[Expr] = []
@@ -92,6 +100,8 @@ def group_inputs(graph: BlockGraph, members: list[int]) -> list[Expr]:
             ok = isinstance(leaf, Var) or (
                 isinstance(leaf, Constant) and isinstance(leaf.struct_info_, TensorStructInfo)
             )
+            if keep_scalars and is_scalar_constant(leaf):
+                continue
             if ok and id(leaf) not in defined and id(leaf) not in seen:
                 seen.add(id(leaf))
                 out.append(leaf)
@@ -121,9 +131,11 @@ def _symbols_defined(params: list[Var], graph: BlockGraph, members: list[int]) -
     return True
 
 
-def outline(graph: BlockGraph, members: list[int], attrs: dict[str, Any]) -> Outlined | None:
+def outline(
+    graph: BlockGraph, members: list[int], attrs: dict[str, Any], keep_scalars: bool = False
+) -> Outlined | None:
     """The group ``members`` as a private function with ``attrs`` (see the module docstring)."""
-    inputs = group_inputs(graph, members)
+    inputs = group_inputs(graph, members, keep_scalars)
     outputs = group_outputs(graph, members)
     if not outputs:
         return None

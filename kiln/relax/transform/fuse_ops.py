@@ -14,7 +14,9 @@ shapes are known) are grouped by the records' `Pattern`:
 
 Each group becomes a private global function with attribute ``Primitive=1`` named
 ``fused_<op>_<op>...`` from its operators in order, and the group's bindings become one call
-of it (see `kiln.relax.analysis.outline`). Constant tensors the group reads become parameters.
+of it (see `kiln.relax.analysis.outline`). Constant tensors the group reads become parameters,
+except one-element ones (scales, epsilons, exponents): they stay in the body, and the kernel
+reads them as immediates.
 Other bindings (calls of functions, ``call_tir``, tuples) stay as they are; bindings outside
 dataflow blocks are not fused. With ``KILN_DEBUG=1`` every fusion that was refused is named
 with its reason.
@@ -210,7 +212,7 @@ class _Fuser(ExprMutator):
         outlined = {}
         for g in groups:
             names = [op_short_name(r) for m in g if (r := fusable_record(graph.bindings[m].value))]
-            out = outline(graph, g, {PRIMITIVE: 1})
+            out = outline(graph, g, {PRIMITIVE: 1}, keep_scalars=True)
             if out is None:
                 config.remark(
                     f"FuseOps: group fused_{'_'.join(names)} left unfused: it uses a "

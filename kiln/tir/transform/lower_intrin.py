@@ -6,6 +6,8 @@ Postconditions, per function (host C code, or CUDA device code, as the codegen w
   the C function its record names for the argument's width (``expf`` / ``exp``); floats narrower
   than 32 bits are widened to float32 around the call and narrowed back. On CUDA with the
   target's ``fast_math`` a float32 call uses the record's hardware intrinsic (``__expf``).
+- ``pow(x, k)`` with a constant exponent k of 1, 2, 3 or 4 is ``x``, ``x * x``, ``x * x * x``,
+  ``(x * x) * (x * x)`` (GPT-2's GELU: ``pow(x, 3)`` was a libm call per element);
 - ``rsqrt(x)`` is ``1 / sqrt(x)`` (CUDA float32: ``rsqrtf``); ``sigmoid(x)`` is
   ``1 / (1 + exp(-x))``.
 - on a CPU, inside a vectorized loop or on a vector value, float32 ``exp``, ``log``, ``tanh``,
@@ -149,6 +151,9 @@ class _Lower(Mutator):
                 return self.math(E.Call(e.dtype, e.op, wide), m)
             inner = self.math(E.Call(F32.with_lanes(e.dtype.lanes), e.op, wide), m)
             return E.Cast(e.dtype, inner)
+        power = _small_power(e) if name == "pow" else None
+        if power is not None:
+            return power
         if self.vectorizable(name, x):
             return APPROXIMATIONS[name](x)
         symbol = self.symbol(m, name, elem, e.dtype.lanes)
@@ -220,6 +225,24 @@ class _Lower(Mutator):
         if isinstance(e, (E.Add, E.Mul, E.Min, E.Max, E.FloorDiv, E.FloorMod, E.Div, E.Mod)):
             return self.sum_non_negative(e.a) and self.sum_non_negative(e.b)
         return self.an.const_int_bound(e).min_value >= 0
+
+
+def _small_power(e: E.Call) -> E.PrimExpr | None:
+    """``pow(x, k)`` for a constant k in 1..4 as multiplications (None for other exponents)."""
+    k = e.args[1]
+    k = k.value if isinstance(k, E.Broadcast) else k
+    if not isinstance(k, E.FloatImm) or k.value not in (1.0, 2.0, 3.0, 4.0):
+        return None
+
+    def chain(x: E.PrimExpr) -> E.PrimExpr:
+        if k.value == 4.0:
+            return _bind(x * x, lambda sq: sq * sq)
+        out = x
+        for _ in range(int(k.value) - 1):
+            out = out * x
+        return out
+
+    return _bind(e.args[0], chain)
 
 
 def _call(name: str, x: E.PrimExpr) -> E.Call:

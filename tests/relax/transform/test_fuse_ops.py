@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kiln
+from kiln import tir
+from kiln.ir import Target
 from kiln.relax import Function
 from kiln.relax.analysis.well_formed import verify_module
 from kiln.relax.transform import FuseOps, LegalizeOps, LowerTE
@@ -141,6 +144,31 @@ def test_equal_groups_get_distinct_names_and_constants_become_parameters() -> No
     verify_module(mod)
     assert list(fused(mod)) == ["fused_add", "fused_softmax", "fused_add_1"]
     assert len(fused(mod)["fused_add"].params) == 2
+
+
+def test_one_element_constants_stay_in_the_group_and_become_immediates() -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 8), "float32")):
+            with R.dataflow():
+                a = R.multiply(x, R.const(0.5, "float32"))
+                b = R.power(a, R.const([[3.0]], "float32"))
+                c = R.add(b, R.const(1, "float32"))
+                R.output(c)
+            return c
+
+    mod = FuseOps()(Module)
+    (group,) = fused(mod).values()
+    assert len(group.params) == 1  # the scale, the exponent and the offset are not parameters
+    lowered = LowerTE("default", Target("c"))(mod)
+    (kernel,) = [f for f in lowered.functions.values() if isinstance(f, tir.PrimFunc)]
+    assert len(kernel.params) == 2  # x and the output: no constant buffers
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype("float32")
+    got = run_lowered(lowered, "main", x)
+    np.testing.assert_allclose(got, (x * 0.5) ** 3 + 1, rtol=1e-6, atol=1e-6)
+    source = kiln.build(kernel.with_attr("global_symbol", "k")).inspect_source()
+    assert "powf" not in source and "0.5f" in source
 
 
 def test_only_dataflow_blocks_are_fused() -> None:

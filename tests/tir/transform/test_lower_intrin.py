@@ -65,6 +65,25 @@ def test_rsqrt_and_sigmoid_are_written_with_other_operations() -> None:
     assert any(isinstance(n, tir.Div) for n in nodes(out))
 
 
+@pytest.mark.parametrize("k", [1.0, 2.0, 3.0, 4.0])
+def test_small_constant_powers_are_multiplications(k: float) -> None:
+    out = lower(_map("float32", lambda v: tir_op.math("pow", v, tir.const(k))))
+    assert calls(out) == []
+    assert sum(isinstance(n, tir.Mul) for n in nodes(out)) == {1: 0, 2: 1, 3: 2, 4: 2}[int(k)]
+    x = np.array([0.0, -0.0, 1.5, -2.25, 1e20, -1e-30, np.inf, -np.inf, np.nan] * 8, "float32")
+    y = np.zeros_like(x[:N])
+    kiln.build(out.with_attr("global_symbol", "f"))["f"](x[:N], y)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(y, np.power(x[:N], np.float32(k)), rtol=2e-7)
+
+
+def test_other_powers_call_libm() -> None:
+    for k in (0.5, 2.5, -1.0):
+        assert calls(lower(_map("float32", lambda v: tir_op.math("pow", v, tir.const(k))))) == [
+            "powf"
+        ]
+
+
 def test_float16_is_computed_in_float32() -> None:
     out = lower(_map("float16", tir.exp))
     (call,) = [n for n in nodes(out) if isinstance(n, tir.Call)]
