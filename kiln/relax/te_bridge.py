@@ -34,8 +34,8 @@ from kiln.relax.struct_info import INT64, TensorStructInfo, TupleStructInfo
 from kiln.te.tensor import AxisVar, ComputeOp, PlaceholderOp
 from kiln.tir.buffer import decl_buffer
 from kiln.tir.expr import Cast, IntImm, PrimExpr
-from kiln.tir.expr import const as tir_const
 from kiln.tir.expr import Var as TirVar
+from kiln.tir.expr import const as tir_const
 from kiln.tir.function import PrimFunc
 
 
@@ -118,7 +118,6 @@ class TEArgs:
         self._by_expr[id(value)] = ph
         self.inputs.append((value, ph))
         return ph
-
 
     def immediate(self, value: Constant) -> te.Tensor:
         """A one-element constant as a compute of its value: inlined, the kernel reads an
