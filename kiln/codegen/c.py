@@ -100,6 +100,8 @@ class CodeGenC(CExprEmitter):
     FUNC_QUALIFIER: ClassVar[str] = "static "
     ERROR_CODE_TYPE: ClassVar[str] = "int32_t"
     STACK_ALLOC_BYTES: ClassVar[int] = STACK_ALLOC_BYTES
+    SMALL_SCRATCH_BYTES: ClassVar[int] = 4096
+    """A symbolic-size scratch buffer up to this size lives in a stack array of this size."""
     INDENT: ClassVar[str] = "  "
     PLAIN_SCOPES: ClassVar[frozenset[str]] = frozenset({"global", "local"})
     PARALLEL_PRAGMA: ClassVar[str] = "#pragma omp parallel for schedule(static)"
@@ -422,19 +424,29 @@ class CodeGenC(CExprEmitter):
             self.stmt(s.body)
             return
         self.prelude.need("alloc")
-        self.heap_allocate(s, "kiln_alloc", "free")
+        self.heap_allocate(s, "kiln_alloc", "free", small=count is None)
 
-    def heap_allocate(self, s: S.Allocate, alloc: str, release: str) -> None:
+    def heap_allocate(self, s: S.Allocate, alloc: str, release: str, small: bool = False) -> None:
         """``s``'s buffer from ``alloc(nbytes, func, name)`` (NULL: an error is raised), freed by
-        ``release(pointer)`` after the body and on every error exit inside it."""
+        ``release(pointer)`` after the body and on every error exit inside it. With ``small`` (a
+        symbolic size), a size that fits `SMALL_SCRATCH_BYTES` takes a stack array instead (a
+        softmax row over a symbolic sequence was a malloc and a free per row)."""
         elem, name = self.storage_type(s.dtype), self.bind_var(s.buffer_var)
         nbytes = " * ".join(
             [f"(int64_t){self.expr(x)}" for x in s.extents] + [str(s.dtype.itemsize)]
         )
         where = f"{c_string(self.fn.label)}, {c_string(s.buffer_var.name)}"
-        self.emit(f"{elem}* restrict {name} = ({elem}*){alloc}({nbytes}, {where});")
+        call = f"({elem}*){alloc}({nbytes}, {where})"
+        free = f"{release}({name});"
+        if small:
+            store = self.fn.names.fresh(f"{name}_stack")
+            count = self.SMALL_SCRATCH_BYTES // s.dtype.itemsize
+            self.emit(f"{elem} {store}[{count}] __attribute__((aligned(64)));")
+            call = f"({nbytes}) <= {self.SMALL_SCRATCH_BYTES} ? {store} : {call}"
+            free = f"if ({name} != {store}) {free}"
+        self.emit(f"{elem}* restrict {name} = {call};")
         self.emit_guard(f"{name} == NULL")
-        self.fn.heap.append(f"{release}({name});")
+        self.fn.heap.append(free)
         self.stmt(s.body)
         self.emit(self.fn.heap.pop())
 

@@ -87,3 +87,36 @@ def test_buckets_need_a_model_kiln_can_import_again() -> None:
     model = kiln.compile(from_onnx(MODEL), dims={"seq": (1, 4)})  # bounds work for any model
     with pytest.raises(FrontendError, match="seq = 5"):
         model(np.zeros((1, 5, 16), "float32"))
+
+
+@pytest.mark.parametrize("mode", ["compiled", "bytecode"])
+def test_profile_names_the_kernels_a_symbolic_model_calls(mode: str) -> None:
+    # NOTE: kernels with symbolic int parameters are called through vm.builtin.call_tir_dyn;
+    # their time was reported as "VM and call overhead"
+    model = kiln.compile(MODEL, exec_mode=mode)
+    report = model.profile(RNG.standard_normal((2, 5, 16)).astype("float32"))
+    names = [r.kernel for r in report.rows]
+    assert any("matmul" in n for n in names) and any("softmax" in n for n in names), names
+    assert report.kernel_us > 0
+
+
+@pytest.mark.parametrize("seq", [3, 1000, 1030, 5000])
+def test_symbolic_softmax_rows_short_and_long(seq: int) -> None:
+    # a row's scratch is a stack array up to 1024 floats, heap memory beyond
+    from kiln.script import ir as I
+    from kiln.script import relax as R
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, "n"), "float32")):
+            with R.dataflow():
+                y = R.nn.softmax(x)
+                R.output(y)
+            return y
+
+    model = kiln.compile(Module)
+    x = RNG.standard_normal((2, seq)).astype("float32") * 4
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(model(x).numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5,
+                               atol=1e-7)  # fmt: skip

@@ -26,7 +26,7 @@ typedef struct KilnVMContextHeader {
   int32_t profiling;    /* nonzero: time every call and report it through `record` */
   int32_t reserved;
   int64_t (*now_ns)(void); /* the runtime's clock, so generated code needs no clock of its own */
-  void (*record)(void* ctx, const char* callee, int64_t ns);
+  void (*record)(void* ctx, const char* callee, const TVMFFIAny* args, int64_t ns);
   /* The runtime's builtins as C entries, in the order of BUILTINS in
    * kiln/runtime/vm_builtins.py (the generated code calls them by that index). */
   const TVMFFISafeCallType* builtins;
@@ -91,7 +91,7 @@ static inline int kiln_vm_call_safe(void* ctx, TVMFFISafeCallType fn, void* self
   if (hdr != NULL && hdr->profiling) {
     int64_t t0 = hdr->now_ns();
     rc = fn(self, args, n, &ret);
-    hdr->record(ctx, name, hdr->now_ns() - t0);
+    hdr->record(ctx, name, args, hdr->now_ns() - t0);
   } else {
     rc = fn(self, args, n, &ret);
   }

@@ -10,10 +10,24 @@
 
 /* ---- profiling ---------------------------------------------------------------------------- */
 
-static void kvm_record(void* ctx, const char* name, int64_t ns) {
+/* The table name of the kernel `call_tir_dyn(kernel, ...)` calls (NULL when not in the table). */
+static const char* kvm_dyn_kernel_name(KilnVM* vm, const TVMFFIAny* args) {
+  if (args == NULL || args[0].type_index != kTVMFFIFunction) return NULL;
+  for (int64_t i = 0; i < vm->num_funcs; ++i) {
+    if (vm->f[i].type_index == kTVMFFIFunction && vm->f[i].v_obj == args[0].v_obj) {
+      return vm->funcs[i].name;
+    }
+  }
+  return NULL;
+}
+
+/* One timed call: a kernel or packed function by name; a kernel with symbolic int parameters
+ * (called through vm.builtin.call_tir_dyn) by the kernel's name; other builtins are not kept. */
+static void kvm_record(void* ctx, const char* name, const TVMFFIAny* args, int64_t ns) {
   KilnVM* vm = (KilnVM*)ctx;
   KvmProf* p;
-  if (strncmp(name, "vm.builtin.", 11) == 0) return;
+  if (strcmp(name, "vm.builtin.call_tir_dyn") == 0) name = kvm_dyn_kernel_name(vm, args);
+  if (name == NULL || strncmp(name, "vm.builtin.", 11) == 0) return;
   for (int64_t i = 0; i < vm->num_prof; ++i) {
     if (strcmp(vm->prof[i].name, name) == 0) {
       vm->prof[i].calls += 1;
@@ -90,7 +104,7 @@ static int kvm_exec_call(KilnVM* vm, const KvmInstr* in, TVMFFIAny* regs) {
       (callee->kind == KVM_FUNC_PACKED || callee->kind == KVM_FUNC_KERNEL)) {
     int64_t t0 = kvm_now_ns();
     rc = kvm_call_function(vm->f[in->b].v_obj, argv, in->nargs, &r);
-    kvm_record(vm, callee->name, kvm_now_ns() - t0);
+    kvm_record(vm, callee->name, argv, kvm_now_ns() - t0);
   } else {
     rc = kvm_call_function(vm->f[in->b].v_obj, argv, in->nargs, &r);
   }

@@ -24,6 +24,7 @@ stays in L2) while A streams through.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kiln import te
@@ -247,7 +248,9 @@ def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
     stage is tiled and the product is computed per tile into a tile-sized buffer, so product and
     epilogue are one loop nest (one parallel region, no full-size temporary); otherwise the
     product is accumulated in a local tile and copied out. A symbolic row count takes full
-    `kiln.topi.x86.cpu.TILE_ROWS`-row tiles. The tile never leaves the (padded) domain of the
+    `kiln.topi.x86.cpu.TILE_ROWS`-row tiles; a symbolic column count one-vector-wide tiles
+    (its tail, guarded lane by lane, is then under one vector: attention scores over a symbolic
+    sequence of 8 were two vectors of which one was all tail). The tile never leaves the (padded) domain of the
     product, so the accumulation has no guards: rows past the end are computed again from the
     last row (`pad_axis`), and an output narrower than one vector reads a zero-padded copy of B
     (`pad_axis_with_zeros`); only the copy-out is guarded. Returns the stages placed.
@@ -256,6 +259,8 @@ def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
     *_, i, j = stage.op.axis
     n, m = (const_int(x.dom.extent) for x in (i, j))
     tile = matmul_tile(n or TILE_ROWS, m or 1 << 16, c.dtype, cpu_target(target))
+    if m is None:  # NOTE: one vector per row: a symbolic width has a tail of under one vector
+        tile = replace(tile, cols=tile.lanes)
     host = common.tile_host(sch, stage)
     if host is None:
         acc_t = sch.cache_write(c, "local")
