@@ -253,7 +253,8 @@ def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
     sequence of 8 were two vectors of which one was all tail). The tile never leaves the
     (padded) domain of the product, so the accumulation has no guards: rows past the end are
     computed again from the last row (`pad_axis`), and an output narrower than one vector reads
-    a zero-padded copy of B (`pad_axis_with_zeros`); only the copy-out is guarded. Returns the stages placed.
+    a zero-padded copy of B (`pad_axis_with_zeros`); only the copy-out is guarded. Returns the
+    stages placed.
     """
     stage = sch[c]
     *_, i, j = stage.op.axis
