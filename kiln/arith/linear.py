@@ -215,15 +215,34 @@ _DIV_OF_MOD = {FloorMod: FloorDiv, Mod: Div}
 _MOD_OF_DIV = {FloorDiv: FloorMod, Div: Mod}
 
 
+def _symbolic_pair(lin: Linear, want: type, arg: PrimExpr, b: PrimExpr, coef: int) -> Atom | None:
+    """The atom ``want(arg, b) * b`` (either operand order) of ``lin`` with coefficient
+    ``coef``, if there is one."""
+    for atom, k in lin.terms.items():
+        e: Any = atom.expr
+        if k != coef or not isinstance(e, Mul):
+            continue
+        for q, f in ((e.a, e.b), (e.b, e.a)):
+            if structural_equal(f, b) and _is_division(q, want, arg, b):
+                return atom
+    return None
+
+
 def _merge_pair_step(lin: Linear) -> Linear | None:
-    """``(x // c)*(c*m) + (x % c)*m`` -> ``x*m`` once, or None when no pair is present."""
+    """``(x // c)*(c*m) + (x % c)*m`` -> ``x*m`` once (also ``(x // s)*s*m + (x % s)*m`` for a
+    symbolic ``s``), or None when no pair is present."""
     for atom, m in lin.terms.items():
         x: Any = atom.expr
         div_kind = _DIV_OF_MOD.get(type(x))
-        c = as_const_int(x.b) if div_kind is not None else None
-        if not c:
+        if div_kind is None:
             continue
-        other = _pair(lin, div_kind, x.a, x.b, m * c)  # type: ignore[arg-type]
+        c = as_const_int(x.b)
+        if c is None:
+            other = _symbolic_pair(lin, div_kind, x.a, x.b, m)
+        elif c:
+            other = _pair(lin, div_kind, x.a, x.b, m * c)  # type: ignore[arg-type]
+        else:
+            continue
         if other is not None:
             kept = {k: v for k, v in lin.terms.items() if k != atom and k != other}
             return Linear(kept, lin.const).plus(to_linear(x.a).scaled(m))
@@ -249,7 +268,9 @@ def merge_div_mod(lin: Linear) -> Linear:
     """Recombine quotient/remainder pairs in a linear form (floor and truncating kinds).
 
     ``(x // c)*c + x % c`` -> ``x`` and ``x - (x // c)*c`` -> ``x % c``, scaled by any
-    coefficient; both identities hold for every ``x`` and nonzero ``c``.
+    coefficient; both identities hold for every ``x`` and nonzero ``c``. The first also for a
+    symbolic divisor ``s`` (``(x // s)*s + x % s``; it holds for every nonzero ``s``, and the
+    divisors of index expressions are dims: an index over an empty dim is never computed).
     """
     for step in (_merge_pair_step, _rebuild_mod_step):
         while (new := step(lin)) is not None:

@@ -46,7 +46,19 @@ from kiln.arith.rules_arith import ARITH
 from kiln.arith.rules_div import DIVMOD
 from kiln.arith.rules_logic import LOGIC
 from kiln.arith.stmt import StmtSimplifier
-from kiln.tir.expr import IntImm, Let, PrimExpr, Var, as_const_int, convert
+from kiln.tir.expr import (
+    Add,
+    Div,
+    FloorDiv,
+    IntImm,
+    Let,
+    Min,
+    Mul,
+    PrimExpr,
+    Var,
+    as_const_int,
+    convert,
+)
 from kiln.tir.functor import substitute
 
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
@@ -99,32 +111,54 @@ class Analyzer:
     def bound_scope(self, var: Var, rng: Any) -> Iterator[None]:
         """`bind` ``var`` for the duration of a ``with`` block, then restore its old bound.
 
-        A loop range ``(min, extent)`` also says the loop's body runs only when ``extent >= 1``:
-        where the extent is a product of non-negative factors, each variable among them is at
-        least 1 inside the block (a fused ``b * 2 * s`` loop: ``s`` is a safe divisor there)."""
-        saved = {v: self._bounds.var_bounds.get(v) for v in (var, *self._running_factors(rng))}
+        A loop range ``(min, extent)`` also says the loop's body runs only when ``extent >= 1``,
+        and what that implies holds inside the block: each variable of a product of non-negative
+        factors is at least 1 (a fused ``b * 2 * s`` loop: ``s`` is a safe divisor there); both
+        sides of a ``min`` are at least 1; ``x // c >= 1`` (``c > 0``) gives ``x >= c`` and
+        ``x + k >= m`` gives ``x >= m - k`` (a split tail loop over ``min((s + 7) // 8, s // 8)``
+        tiles: ``s >= 8``)."""
+        implied = self._implied_minimums(rng)
+        saved = {v: self._bounds.var_bounds.get(v) for v in (var, *implied)}
         self.bind(var, rng)
-        for v in saved:
+        for v, least in implied.items():
             if v is not var:
                 b = self._bounds.var_bound(v)
-                self._bounds.set_var_bound(v, ConstIntBound(max(1, b.min_value), b.max_value))
+                self._bounds.set_var_bound(v, ConstIntBound(max(least, b.min_value), b.max_value))
         try:
             yield
         finally:
             for v, old in saved.items():
                 self._bounds.set_var_bound(v, old)
 
-    def _running_factors(self, rng: Any) -> list[Var]:
-        """The variables of a loop extent that is a product of non-negative factors."""
+    def _implied_minimums(self, rng: Any) -> dict[Var, int]:
+        """The variables a loop extent ``>= 1`` bounds from below, with their least values."""
         if isinstance(rng, ConstIntBound):
-            return []
+            return {}
         extent = rng.extent if hasattr(rng, "extent") else rng[1]
         if not isinstance(extent, PrimExpr) or isinstance(extent, IntImm):
-            return []
-        factors = mul_factors(extent)
-        if any(self.const_int_bound(f).min_value < 0 for f in factors):
-            return []
-        return [f for f in factors if isinstance(f, Var)]
+            return {}
+        return self._at_least(extent, 1)
+
+    def _at_least(self, e: PrimExpr, m: int) -> dict[Var, int]:
+        """Variables ``v >= k`` that ``e >= m`` (``m >= 1``) implies."""
+        if isinstance(e, Var):
+            return {e: m}
+        if isinstance(e, Min):
+            out = self._at_least(e.a, m)
+            for v, k in self._at_least(e.b, m).items():
+                out[v] = max(k, out.get(v, k))
+            return out
+        c = as_const_int(getattr(e, "b", None))
+        if isinstance(e, (FloorDiv, Div)) and c is not None and c > 0:
+            return self._at_least(e.a, m * c)
+        if isinstance(e, Add) and c is not None:
+            return self._at_least(e.a, m - c) if m - c >= 1 else {}
+        if isinstance(e, Mul):
+            factors = mul_factors(e)
+            if any(self.const_int_bound(f).min_value < 0 for f in factors):
+                return {}
+            return {f: 1 for f in factors if isinstance(f, Var)}
+        return {}
 
     @contextmanager
     def constraint_scope(self, cond: PrimExpr) -> Iterator[None]:

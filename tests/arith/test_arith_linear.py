@@ -24,6 +24,13 @@ def test_quotient_remainder_pairs_merge() -> None:
     assert structural_equal(from_linear(lin, INT32), i + f * 16)  # terms in order of appearance
     lin = merge_div_mod(to_linear(x - (x // 8) * 8))
     assert structural_equal(from_linear(lin, INT32), FloorMod(x, 8))
+    # a symbolic divisor: ((x // y) * y + x % y) * 3 is x * 3 (either operand order)
+    lin = merge_div_mod(to_linear(((x // y) * y + x % y) * 3 + i))
+    assert structural_equal(from_linear(lin, INT32), i + x * 3)  # merged terms go last
+    lin = merge_div_mod(to_linear(y * (x // y) + x % y))
+    assert structural_equal(from_linear(lin, INT32), x)
+    lin = merge_div_mod(to_linear((x // y) * y + x % i))  # different divisors: kept
+    assert len(lin.terms) == 2
 
 
 def test_from_linear_refuses_constants_that_do_not_fit() -> None:

@@ -17,6 +17,8 @@ from kiln.tir import (
     IntImm,
     IterVar,
     LetStmt,
+    Max,
+    Min,
     SeqStmt,
     SizeVar,
     StringImm,
@@ -141,3 +143,10 @@ def test_a_loop_body_runs_only_when_its_extent_is_positive() -> None:
     v = Var("v", "int64")
     with an.bound_scope(i, (IntImm("int64", 0), v * s)):
         assert an.const_int_bound(s).min_value == 0
+    # a split loop's whole steps: min((s + 7) // 8, s // 8) >= 1 needs s >= 8
+    with an.bound_scope(i, (IntImm("int64", 0), Min((s + 7) // 8, s // 8))):
+        assert an.const_int_bound(s).min_value == 8
+    with an.bound_scope(i, (IntImm("int64", 0), (s + 7) // 8)):
+        assert an.const_int_bound(s).min_value == 1
+    with an.bound_scope(i, (IntImm("int64", 0), Max(s // 8, b))):
+        assert an.const_int_bound(s).min_value == 0  # a max says nothing of either side
