@@ -55,6 +55,7 @@ from kiln.tir.expr import (
     Min,
     Mul,
     PrimExpr,
+    Sub,
     Var,
     as_const_int,
     convert,
@@ -115,8 +116,9 @@ class Analyzer:
         and what that implies holds inside the block: each variable of a product of non-negative
         factors is at least 1 (a fused ``b * 2 * s`` loop: ``s`` is a safe divisor there); both
         sides of a ``min`` are at least 1; ``x // c >= 1`` (``c > 0``) gives ``x >= c`` and
-        ``x + k >= m`` gives ``x >= m - k`` (a split tail loop over ``min((s + 7) // 8, s // 8)``
-        tiles: ``s >= 8``)."""
+        ``x + k >= m`` gives ``x >= m - k``, ``a - b >= m`` gives ``a >= m + min(b)`` (the
+        whole steps of a split loop over ``min((s + 7) // 8, s // 8)`` tiles: ``s >= 8``; its
+        tail over ``(s + 7) // 8 - min(...)``: ``s >= 1``)."""
         implied = self._implied_minimums(rng)
         saved = {v: self._bounds.var_bounds.get(v) for v in (var, *implied)}
         self.bind(var, rng)
@@ -153,6 +155,9 @@ class Analyzer:
             return self._at_least(e.a, m * c)
         if isinstance(e, Add) and c is not None:
             return self._at_least(e.a, m - c) if m - c >= 1 else {}
+        if isinstance(e, Sub):  # a - b >= m: a >= m + (the least b)
+            least = self.const_int_bound(e.b).min_value
+            return self._at_least(e.a, m + least) if m + least >= 1 else {}
         if isinstance(e, Mul):
             factors = mul_factors(e)
             if any(self.const_int_bound(f).min_value < 0 for f in factors):

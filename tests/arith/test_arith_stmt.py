@@ -148,5 +148,7 @@ def test_a_loop_body_runs_only_when_its_extent_is_positive() -> None:
         assert an.const_int_bound(s).min_value == 8
     with an.bound_scope(i, (IntImm("int64", 0), (s + 7) // 8)):
         assert an.const_int_bound(s).min_value == 1
+    with an.bound_scope(i, (IntImm("int64", 0), (s + 7) // 8 - Min((s + 7) // 8, s // 8))):
+        assert an.const_int_bound(s).min_value == 1  # the tail
     with an.bound_scope(i, (IntImm("int64", 0), Max(s // 8, b))):
         assert an.const_int_bound(s).min_value == 0  # a max says nothing of either side
