@@ -78,6 +78,14 @@ in place vs copy): the small CNN's convs (47-65% plain) 1.03-1.15x faster, the m
 on 1 thread and 10-20% on 2 (its copies ran on one thread); ResNet-18's 7x7 convs (none plain)
 0.85-0.90x in the model."""
 
+IN_PLACE_REGISTERS = 32
+"""A dense (not depthwise) convolution reads its input in place only on a CPU with this many
+vector registers (AVX-512). Measured on an AVX2 Zen 3 (16 registers, 1 thread, `kiln profile`
+medians of 300 calls): the small CNN's two 16-channel 3x3 convs at 32x32 took 137-140 us each in
+place and 52-53 us reading the padded copy (the model 321 -> 186 us); its depthwise conv took
+15-23 us in place and 27 us with the copy, so depthwise convolutions decide by the shares
+below on every CPU."""
+
 MIN_COPY_SHARE = 0.03
 """...and when the padded copy would take at least this share of the convolution's time (an
 element copied costing `generic.NS_PER_ELEMENT`, a multiply-add `common.NS_PER_MAC`): reading
@@ -265,6 +273,7 @@ def conv2d_nchwc(
     # rows could not be partitioned, so those convolutions keep the copy
     in_place = (
         isinstance(b.dims.n, int)
+        and (b.depthwise or cpu_target(target).cpu.vector_registers >= IN_PLACE_REGISTERS)
         and plain_tiles(b.dims, tile) >= MIN_PLAIN_TILES
         and copy_share(b.dims) >= MIN_COPY_SHARE
     )
