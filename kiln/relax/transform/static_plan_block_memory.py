@@ -15,8 +15,9 @@ it alive. A tensor
 that reaches the sequence's result (the function's return value, a branch's value) escapes and
 keeps its own allocation. Sizes: a constant request takes the smallest free storage that is big
 enough, else grows the largest free one, else opens a new one; a symbolic request reuses a free
-storage of the same byte-size expression. So a chain of N same-size intermediates uses 2
-storages, not N.
+storage of the same byte-size expression, else one provably at least as big for every value of
+the dims (``seq * 384`` bytes for a request of ``seq * 128``). So a chain of N same-size
+intermediates uses 2 storages, not N.
 
 Postcondition: the remaining ``builtin.alloc_tensor`` calls are the escaping tensors;
 ``Extern=1`` functions (external C) are left as they are.
@@ -27,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from kiln.arith import simplify
+from kiln.arith import Analyzer, simplify
+from kiln.arith.linear import mul_factors
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
@@ -35,13 +37,15 @@ from kiln.ir.structural import structural_equal
 from kiln.ir.transform import PassContext
 from kiln.relax.analysis.free_vars import free_vars
 from kiln.relax.analysis.primitive import EXTERN
+from kiln.relax.analysis.struct_info import tir_vars
 from kiln.relax.binding import Binding, VarBinding
 from kiln.relax.expr import Call, DataTypeImm, Expr, Function, SeqExpr, ShapeExpr, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.function_pass import FunctionPass
 from kiln.relax.op.memory import alloc_storage, alloc_tensor
 from kiln.relax.struct_info import INT64, TupleStructInfo
-from kiln.tir.expr import IntImm, PrimExpr
+from kiln.tir.expr import IntImm, Mul, PrimExpr
+from kiln.tir.expr import Var as TirVar
 from kiln.tir.function import PrimFunc
 
 ALLOC = "relax.builtin.alloc_tensor"
@@ -116,7 +120,9 @@ class _Liveness:
             self.candidates.pop(t, None)
 
 
-def plan(bindings: list[Binding], result: Expr, mod: IRModule) -> dict[int, Storage]:
+def plan(
+    bindings: list[Binding], result: Expr, mod: IRModule, entry: frozenset[int] = frozenset()
+) -> dict[int, Storage]:
     """Storage of each planned allocation (by the id of its variable)."""
     live = _Liveness(mod)
     for i, b in enumerate(bindings):
@@ -133,7 +139,7 @@ def plan(bindings: list[Binding], result: Expr, mod: IRModule) -> dict[int, Stor
             busy.remove(s)
             free.append(s)
         size = nbytes(b.value)  # type: ignore[arg-type]
-        s = pick(free, size)
+        s = pick(free, size, entry)
         if s is None:
             s = Storage(opened, size, first=id(b.var))
             opened += 1
@@ -145,10 +151,19 @@ def plan(bindings: list[Binding], result: Expr, mod: IRModule) -> dict[int, Stor
     return placed
 
 
-def pick(free: list[Storage], size: PrimExpr) -> Storage | None:
-    """The free storage to reuse for ``size`` bytes (grown if needed), or None."""
+def pick(
+    free: list[Storage], size: PrimExpr, entry: frozenset[int] = frozenset()
+) -> Storage | None:
+    """The free storage to reuse for ``size`` bytes (grown if needed), or None. A symbolic
+    storage grows only to a product of the dims in ``entry`` (ids of the dims the function's
+    parameters define: known where every storage is allocated)."""
     if not isinstance(size, IntImm):
-        return next((s for s in free if structural_equal(s.size, size)), None)
+        same = next((s for s in free if structural_equal(s.size, size)), None)
+        return (
+            same
+            or next((s for s in free if _at_least(s.size, size)), None)
+            or _grow(free, size, entry)
+        )
     consts = [s for s in free if isinstance(s.size, IntImm)]
     fits = [s for s in consts if s.size.value >= size.value]  # type: ignore[union-attr]
     if fits:
@@ -160,17 +175,62 @@ def pick(free: list[Storage], size: PrimExpr) -> Storage | None:
     return grown
 
 
+def _grow(free: list[Storage], size: PrimExpr, entry: frozenset[int]) -> Storage | None:
+    """A free storage of the same dims' product, grown to ``size``, or None."""
+    need = _monomial(size)
+    if need is None or not all(id(v) in entry for v in tir_vars(size)):
+        return None
+    for s in free:
+        have = _monomial(s.size)
+        if have is not None and have[1] == need[1]:
+            s.size = size
+            return s
+    return None
+
+
+def _at_least(have: PrimExpr, need: PrimExpr) -> bool:
+    """Whether ``have >= need`` for every value of their dims (``seq * 384 >= seq * 128``,
+    also ``batch * 4 * seq * 32 >= seq * batch * 64``: products compared as monomials)."""
+    a, b = _monomial(have), _monomial(need)
+    if a is not None and b is not None and a[1] == b[1]:
+        return a[0] >= b[0] >= 0
+    return Analyzer().const_int_bound(simplify(have - need)).min_value >= 0
+
+
+def _monomial(e: PrimExpr) -> tuple[int, tuple[str, ...]] | None:
+    """``e`` as (constant, sorted names of its dims) when it is a product of dims and constants
+    (a byte size: the dims are never negative), else None."""
+    const, names = 1, []
+    for f in mul_factors(e):
+        if isinstance(f, IntImm):
+            const *= f.value
+        elif isinstance(f, TirVar):
+            names.append(f.name)
+        elif isinstance(f, Mul):
+            inner = _monomial(f)
+            if inner is None:
+                return None
+            const *= inner[0]
+            names += inner[1]
+        else:
+            return None
+    return const, tuple(sorted(names))
+
+
 class _Planner(ExprMutator):
     def __init__(self, mod: IRModule) -> None:
         super().__init__(mod)
         self.mod = mod
         self.placed: dict[int, Storage] = {}
         self.storage_vars: dict[int, Var] = {}
+        self.entry: frozenset[int] = frozenset()  # the dims the function's parameters define
 
     def visit_with_new_scope(self, body: Expr, params: Any = ()) -> Expr:
         if isinstance(body, SeqExpr):
             bindings = [b for block in body.blocks for b in block.bindings]
-            self.placed.update(plan(bindings, body.body, self.mod))
+            if params:
+                self.entry = frozenset(id(v) for p in params for v in tir_vars(p.struct_info_))
+            self.placed.update(plan(bindings, body.body, self.mod, self.entry))
         return super().visit_with_new_scope(body, params)
 
     def visit_var_binding(self, b: VarBinding) -> None:

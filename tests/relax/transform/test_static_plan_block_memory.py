@@ -162,6 +162,28 @@ def test_symbolic_sizes_are_reused_when_equal() -> None:
 
 
 @I.ir_module
+class Widening:
+    @R.function
+    def main(x: R.Tensor(("n", 32), "float32")):
+        n = T.int64()
+        a = R.nn.relu(x)
+        b = R.concat([a, a], axis=1)
+        c = R.nn.relu(b)
+        d = R.concat([c, c], axis=1)
+        e = R.nn.relu(d)
+        f = R.nn.relu(e)
+        return f
+
+
+def test_symbolic_sizes_reuse_a_bigger_storage_or_grow_one_of_the_same_dims() -> None:
+    # n*128 B, n*256, n*256, n*512, n*512: a's storage grows for c and again for e, b's for d
+    func = planned(Widening)
+    where = views(func)
+    assert where["c"] is where["a"] and where["e"] is where["a"] and where["d"] is where["b"]
+    assert sorted(str(s) for s in storages(func)) == ["n * 512", "n * 512"]
+
+
+@I.ir_module
 class Branchy:
     @R.function
     def main(c: R.Tensor((), "bool"), x: R.Tensor((4,), "float32")):
