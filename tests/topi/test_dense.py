@@ -309,3 +309,25 @@ def test_a_tile_one_row_shorter_where_it_pads_fewer_rows(n: int, rows: int) -> N
         tile = matmul_tile(n, 512, DataType.parse("float32"), tgt)
         assert tile.rows == rows and tile.vectors == tile_vectors(tgt)
         assert -(-n // tile.rows) * tile.rows <= -(-n // TILE_ROWS) * TILE_ROWS
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 6, 13, 64])
+def test_packed_matmul_with_symbolic_rows_is_register_tiled(rows: int) -> None:
+    """Symbolic batch and token count: whole row tiles (the rows past the end read the last row
+    again), the same register tile as a constant shape; correct at any row count."""
+    from kiln.topi.layout import transform_array
+
+    b, n = tir.SizeVar("b", "int64"), tir.SizeVar("n", "int64")
+    i64 = [tir.IntImm("int64", v) for v in (32,)]
+    x = te.placeholder((b, n, i64[0]), name="x")
+    w = np.random.default_rng(rows).standard_normal((32, 40)).astype("float32")
+    panels = transform_array(w, "KN", "NK16n")
+    p = te.placeholder(tuple(tir.IntImm("int64", d) for d in panels.shape), name="p")
+    y = x86.matmul_packed(x, p, 40)
+    acc = y.op.input_tensors[0]
+    assert acc.op.tag == ACC_TAG  # the packed kernel, not the generic compute
+    mod = _compile(topi.schedule_for(y, target="c"), [x, p, y])
+    xv = np.random.default_rng(rows + 1).standard_normal((3, rows, 32)).astype("float32")
+    out = np.zeros((3, rows, 40), "float32")
+    mod["main"](xv, panels, out)
+    np.testing.assert_allclose(out, xv @ w, rtol=1e-5, atol=1e-5)

@@ -20,6 +20,7 @@ from kiln.ir.target import Target
 from kiln.relax.expr import Call
 from kiln.relax.op.registry import OpDef
 from kiln.tir.expr import IntImm
+from kiln.topi.utils import const_int
 
 CpuCompute = Callable[[Call, list[Any], bool, Target], Any]
 
@@ -61,8 +62,9 @@ def _matmul(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
 
 
 def _matmul_packed(call: Call, args: list[Any], epilogue: bool, target: Target) -> Any:
+    # NOTE: x's leading extents (tokens, batch) may be symbolic: the kernel takes whole row tiles
     x, panels = args
-    if not _static(x, panels):
+    if not _static(panels) or const_int(x.shape[-1]) is None:
         return None
     return topi.x86.matmul_packed(x, panels, call.attrs["units"], target=target)
 

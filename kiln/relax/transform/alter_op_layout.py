@@ -22,13 +22,14 @@ external or a ``Compiler`` function (other blocks are left alone):
   exports -- reads it converted back to NCHW: one ``layout_transform`` per value, bound to the
   value's own variable, so conversions happen at the chain's boundary only and callers see the
   model's layouts.
-- ``matmul(x, w)`` with ``w`` a 2-D `Constant` (``K x N``) and ``x`` of constant shape and
-  rank 2 or 3 becomes ``matmul_packed(x, layout_transform(w, "KN", "NK<cols>n"), N)`` with the
+- ``matmul(x, w)`` with ``w`` a 2-D `Constant` (``K x N``) and ``x`` of rank 2 or 3 (its
+  leading dims may be symbolic: tokens, batch) becomes
+  ``matmul_packed(x, layout_transform(w, "KN", "NK<cols>n"), N)`` with the
   column panels of the register tile `kiln.topi.x86.cpu.matmul_tile` picks, packed once by
   `FoldConstant` instead of by the kernel on every call.
 
 A symbolic batch (only the first dimension symbolic, `batch_dims`) is carried through every
-rule but the matmul one: the blocked kernels loop over the images outermost.
+convolution rule: the blocked kernels loop over the images outermost.
 
 Postcondition: every function computes what it did; its parameters and results keep their
 layouts.
@@ -57,7 +58,7 @@ from kiln.relax.op.nn.conv import conv_blocks, pool_block
 from kiln.relax.op.registry import find_op_def
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.topi.tag import Pattern
-from kiln.topi.x86.cpu import lanes, matmul_tile
+from kiln.topi.x86.cpu import TILE_ROWS, lanes, matmul_tile
 
 BINARY_FAMILY = "kiln/relax/op/binary.py"
 POOLS = ("relax.nn.max_pool2d", "relax.nn.avg_pool2d")
@@ -83,6 +84,16 @@ def batch_dims(e: Any) -> list[Any] | None:
     if any(not isinstance(d, int) for d in dims[1:]):
         return None
     return dims
+
+
+def leading_symbolic_dims(e: Any) -> list[Any] | None:
+    """``e``'s shape when it is a tensor of known dtype whose last dimension is constant (the
+    others may be symbolic: tokens, batch); constant dims as ints."""
+    sinfo = getattr(e, "struct_info_", None)
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.dims is None or sinfo.dtype.is_void:
+        return None
+    dims = [getattr(d, "value", d) for d in sinfo.dims]
+    return dims if dims and isinstance(dims[-1], int) else None
 
 
 @dataclass
@@ -159,12 +170,12 @@ class _Alter(ExprMutator):
         if not isinstance(value, Call) or not isinstance(value.op, Op):
             return None
         rec = find_op_def(value.op)
+        if rec is not None and rec.name == "relax.matmul":
+            return self.matmul(value)
         if rec is None or batch_dims(value) is None:
             return None
         if rec.name == "relax.nn.conv2d":
             return self.conv2d(value)
-        if rec.name == "relax.matmul":
-            return self.matmul(value)
         first = self.blocked.get(id(value.args[0])) if value.args else None
         if rec.family == BINARY_FAMILY:
             return self.broadcast(value)
@@ -265,14 +276,15 @@ class _Alter(ExprMutator):
 
     def matmul(self, call: Call) -> tuple[Expr, int] | None:
         x, w = call.args
-        xd, wd = static_dims(x), static_dims(w)
+        xd, wd = leading_symbolic_dims(x), static_dims(w)
         if not isinstance(w, Constant) or xd is None or wd is None or len(wd) != 2:
             return None
         dtype = x.struct_info_.dtype  # type: ignore[union-attr]
         if len(xd) not in (2, 3) or call.struct_info_.dtype != dtype:  # type: ignore[union-attr]
             return None
         k, units = wd
-        tile = matmul_tile(xd[-2], units, dtype, self.target)
+        rows = xd[-2] if isinstance(xd[-2], int) else TILE_ROWS
+        tile = matmul_tile(rows, units, dtype, self.target)
         panels = self.builder.emit(R.layout_transform(w, "KN", f"NK{tile.cols}n"), "w_panels")
         return R.matmul_packed(x, panels, units), 0
 

@@ -85,15 +85,19 @@ def _accumulate(
     a: Tensor, packed: Tensor, dims: MatmulDims, tile: Tile, trans: bool, name: str
 ) -> Tensor:
     n = const_int(dims.n)
-    assert n is not None
-    rows_p = round_up(n, tile.rows)
+    if n is None:  # a symbolic row count: whole row tiles, the rows past the end clamped
+        rows_p: Any = (dims.n + (tile.rows - 1)) // tile.rows * tile.rows
+        last: Any = dims.n - 1
+    else:
+        rows_p, last = round_up(n, tile.rows), n - 1
     cols_p = packed.shape[-3] * tile.cols
     k = te.reduce_axis((0, dims.k), name="k")
     nb = len(dims.batch)
 
     def body(*idx: Any) -> Any:
         lead, i, j = idx[:nb], idx[nb], idx[nb + 1]
-        row = i if n % tile.rows == 0 else Min(i, convert(n - 1, i.dtype))
+        whole = n is not None and n % tile.rows == 0
+        row = i if whole else Min(i, convert(last, i.dtype) if n is not None else last)
         x = read_a(a, dims, lead, row, k, trans)
         p_lead = lead if dims.b_batch else ()
         y = packed[(*p_lead, j // tile.cols, k, j % tile.cols)]
@@ -168,14 +172,15 @@ def matmul_packed(
     """``x @ w`` for ``w`` already packed into column panels (`kiln.topi.nn.dense_packed`:
     ``[panels, K, cols]``, packed once, e.g. at compile time) as CPU stages: the accumulation
     reads the panels as they are, the copy-out drops the columns past ``units``. Tiled for
-    ``target`` (default: the host) with the panels' width; the generic compute when ``x`` has
-    rank 1 or a symbolic shape."""
+    ``target`` (default: the host) with the panels' width; symbolic leading extents (tokens,
+    batch) take whole `TILE_ROWS`-row tiles, the rows past the end reading the last row again;
+    the generic compute when ``x`` has rank 1."""
     x, panels, cols = check_packed(x, panels, units)
-    if x.ndim == 1 or any(const_int(d) is None for d in x.shape):
+    if x.ndim == 1 or const_int(x.shape[-1]) is None:
         return nn_matmul_packed(x, panels, units, name)
     *batch, n, k = x.shape
-    dims = MatmulDims(tuple(batch), n, convert(units, "int32"), k, bool(batch), False)
-    tile = panel_tile(const_int(n) or 1, cols, x.dtype, cpu_target(target))
+    dims = MatmulDims(tuple(batch), n, convert(units, n.dtype), k, bool(batch), False)
+    tile = panel_tile(const_int(n) or TILE_ROWS, cols, x.dtype, cpu_target(target))
     acc = _accumulate(x, panels, dims, tile, False, name)
     attrs = attrs_for(MATMUL_PACKED, Pattern.INJECTIVE)
     shape = (*batch, n, units)

@@ -180,6 +180,25 @@ def test_constant_matmul_weight_is_prepacked_once() -> None:
     np.testing.assert_allclose(got, np.maximum(xv @ w + b, 0), rtol=2e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("rows", [1, 7, 30])
+def test_a_symbolic_token_count_keeps_the_prepacked_weight(rows: int) -> None:
+    # a language model's matmuls: x [batch, seq, K] with symbolic batch and seq
+    w = RNG.standard_normal((48, 80)).astype("float32")
+    b, s = tir.SizeVar("batch", "int64"), tir.SizeVar("seq", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([b, s, 48], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(O.nn.relu(bb.emit(O.matmul(x, relax.const(w))))))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    graph = FoldConstant()(until(mod, "alter-op-layout"))
+    assert not calls(graph, "relax.matmul") and len(calls(graph, "relax.matmul_packed")) == 1
+    xv = RNG.standard_normal((2, rows, 48)).astype("float32")
+    got = kiln.compile(mod)(xv).numpy()
+    np.testing.assert_allclose(got, np.maximum(xv @ w, 0), rtol=2e-3, atol=1e-4)
+
+
 def _conv_with(weight: Any, x: relax.Var, params: list[relax.Var]) -> IRModule:
     bb = relax.BlockBuilder()
     with bb.function("main", params):
