@@ -14,12 +14,10 @@ from kiln.codegen.c_prelude import HELPERS
 
 _FAIL = r"""
 static int kiln_fail(const char* kind, const char* fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  kiln_raise_v(kind, fmt, ap);
   va_end(ap);
-  TVMFFIErrorSetRaisedFromCStr(kind, msg);
   return -1;
 }
 
@@ -324,7 +322,7 @@ static TVMFFIAny kiln_ptr_any(void* p) {
 
 HOST_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     **HELPERS,
-    "fail": (_FAIL, ()),
+    "fail": (_FAIL, ("raise_v",)),
     "tensor_args": (_TENSOR, ("fail",)),
     "scalar_args": (_SCALAR, ("fail",)),
     "overlap_args": (_OVERLAP, ("fail",)),

@@ -119,14 +119,21 @@ static void kiln_raise(const char* kind, const char* msg) {
 }
 """
 
+_RAISE_V = r"""
+/* Raise a `kind` error with a printf-formatted message (kiln_raise_fmt and kiln_fail). */
+static void kiln_raise_v(const char* kind, const char* fmt, va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  TVMFFIErrorSetRaisedFromCStr(kind, msg);
+}
+"""
+
 _RAISE_FMT = r"""
 static void kiln_raise_fmt(const char* kind, const char* fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  kiln_raise_v(kind, fmt, ap);
   va_end(ap);
-  TVMFFIErrorSetRaisedFromCStr(kind, msg);
 }
 """
 
@@ -204,7 +211,8 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fp8": (_FP8, ("small_float",)),
     "alloc": (_ALLOC, ()),
     "raise": (_RAISE, ()),
-    "raise_fmt": (_RAISE_FMT, ()),
+    "raise_v": (_RAISE_V, ()),
+    "raise_fmt": (_RAISE_FMT, ("raise_v",)),
     "parallel_errors": (_PARALLEL_ERRORS, ()),
     "pending": (_PENDING, ()),
     "thread_pool": (_THREAD_POOL, ()),
