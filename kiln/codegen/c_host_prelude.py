@@ -16,7 +16,7 @@ _FAIL = r"""
 static int kiln_fail(const char* kind, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  kiln_raise_v(kind, fmt, ap);
+  kiln_format_error(kind, fmt, ap);
   va_end(ap);
   return -1;
 }
@@ -322,7 +322,7 @@ static TVMFFIAny kiln_ptr_any(void* p) {
 
 HOST_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     **HELPERS,
-    "fail": (_FAIL, ("raise_v",)),
+    "fail": (_FAIL, ("format_error",)),
     "tensor_args": (_TENSOR, ("fail",)),
     "scalar_args": (_SCALAR, ("fail",)),
     "overlap_args": (_OVERLAP, ("fail",)),

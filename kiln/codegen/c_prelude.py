@@ -119,9 +119,9 @@ static void kiln_raise(const char* kind, const char* msg) {
 }
 """
 
-_RAISE_V = r"""
-/* Raise a `kind` error with a printf-formatted message (kiln_raise_fmt and kiln_fail). */
-static void kiln_raise_v(const char* kind, const char* fmt, va_list ap) {
+_FORMAT_ERROR = r"""
+/* Raise a `kind` error with a printf-formatted message (shared by the formatted raises). */
+static void kiln_format_error(const char* kind, const char* fmt, va_list ap) {
   char msg[1024];
   vsnprintf(msg, sizeof(msg), fmt, ap);
   TVMFFIErrorSetRaisedFromCStr(kind, msg);
@@ -132,7 +132,7 @@ _RAISE_FMT = r"""
 static void kiln_raise_fmt(const char* kind, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  kiln_raise_v(kind, fmt, ap);
+  kiln_format_error(kind, fmt, ap);
   va_end(ap);
 }
 """
@@ -211,8 +211,8 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fp8": (_FP8, ("small_float",)),
     "alloc": (_ALLOC, ()),
     "raise": (_RAISE, ()),
-    "raise_v": (_RAISE_V, ()),
-    "raise_fmt": (_RAISE_FMT, ("raise_v",)),
+    "format_error": (_FORMAT_ERROR, ()),
+    "raise_fmt": (_RAISE_FMT, ("format_error",)),
     "parallel_errors": (_PARALLEL_ERRORS, ()),
     "pending": (_PENDING, ()),
     "thread_pool": (_THREAD_POOL, ()),
