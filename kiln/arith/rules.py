@@ -50,6 +50,7 @@ from kiln.tir.expr import (
     Mul,
     PrimExpr,
     Sub,
+    Var,
     as_const_int,
 )
 
@@ -59,6 +60,10 @@ class RewriteContext(Protocol):
 
     def const_int_bound(self, e: PrimExpr) -> ConstIntBound:
         """The constant interval of ``e`` under the analyzer's variable bounds."""
+        ...
+
+    def symbolic_max(self, v: Var) -> PrimExpr | None:
+        """The largest value of ``v`` as an expression (``seq - 1`` in a loop over ``seq``)."""
         ...
 
 

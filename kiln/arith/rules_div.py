@@ -22,6 +22,7 @@ from typing import Any
 from kiln.arith.linear import Linear, from_linear, linear_bound, to_linear
 from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.arith.rules_arith import diff_bound
+from kiln.arith.symbolic import below, split_by
 from kiln.tir.expr import Add, Div, FloorDiv, FloorMod, IntImm, Mod, Mul, PrimExpr, as_const_int
 
 DIVMOD = RuleSet("divmod")
@@ -247,3 +248,65 @@ def divmod_small_numerator(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     if isinstance(e, (FloorDiv, Div)):
         return IntImm(e.dtype, 0) if is_pure(e.a) else None
     return e.a
+
+
+@DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)
+def divmod_symbolic(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """By a dim ``n == m*d`` that is not a constant (``m`` not constant, ``d`` a constant):
+    ``(X*m + R) // n`` -> ``X // d`` and ``(X*m + R) % n`` -> ``(X % d)*m + R`` when
+    ``0 <= R < m`` (`kiln.arith.symbolic`: ``R``'s atoms at their symbolic maxima, ``t``
+    against ``seq`` for ``t < seq``), the index arithmetic a reshape over symbolic dims
+    reads; ``d == 1`` gives ``X`` and ``R``. Truncating kinds need a non-negative numerator.
+    ``n`` must not be negative (a dim); it is not zero wherever the input is defined."""
+    if not is_index(e.dtype) or isinstance(e.b, IntImm) or not is_pure(e.a):
+        return None
+    if ctx.const_int_bound(e.b).min_value < 0:
+        return None
+    split = split_by(to_linear(e.a), e.b)
+    if split is None:
+        return None
+    m, d, q, r = split
+    if linear_bound(r, ctx.const_int_bound).min_value < 0 or not below(r, m, ctx):
+        return None
+    if isinstance(e, (Div, Mod)) and ctx.const_int_bound(e.a).min_value < 0:
+        return None
+    q_expr, r_expr = _build(q, e), _build(r, e)
+    if q_expr is None or r_expr is None:
+        return None
+    if d == 1:
+        return q_expr if isinstance(e, (FloorDiv, Div)) else r_expr
+    if isinstance(e, (FloorDiv, Div)):
+        return type(e)(q_expr, IntImm(e.dtype, d))
+    rem = Mul(type(e)(q_expr, IntImm(e.dtype, d)), m)
+    return rem if _is_zero(r) else Add(rem, r_expr)
+
+
+@DIVMOD.rule(FloorDiv, Div, FloorMod, Mod)
+def divmod_symbolic_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """A constant factor ``g`` of a divisor ``n == d*m`` (``m`` not constant, ``g`` divides
+    ``d``) cancels from ``g*A + R`` when ``0 <= R < g``, as in `divmod_common_factor`:
+    ``(t*16 + c) // (seq*32)`` -> ``t // (seq*2)`` for ``c`` in ``[0, 16)``, and
+    ``(t*16 + c) % (seq*32)`` -> ``(t % (seq*2))*16 + c``."""
+    if not is_index(e.dtype) or isinstance(e.b, IntImm) or not is_pure(e.a):
+        return None
+    ln = to_linear(e.b)
+    if ln.const or len(ln.terms) != 1 or ctx.const_int_bound(e.b).min_value < 0:
+        return None
+    ((m_atom, d),) = ln.terms.items()
+    if d <= 1:
+        return None
+    lin = to_linear(e.a)
+    split = _factor_split(lin, d, ctx)
+    if split is None:
+        return None
+    g, quot, rem = split
+    if isinstance(e, (Div, Mod)) and linear_bound(lin, ctx.const_int_bound).min_value < 0:
+        return None
+    a, r = _build(quot, e), _build(rem, e)
+    if a is None or r is None:
+        return None
+    rest = m_atom.expr if d == g else Mul(m_atom.expr, IntImm(e.dtype, d // g))
+    if isinstance(e, (FloorDiv, Div)):
+        return type(e)(a, rest)
+    scaled = Mul(type(e)(a, rest), IntImm(e.dtype, g))
+    return scaled if _is_zero(rem) else Add(scaled, r)

@@ -77,6 +77,7 @@ class Analyzer:
 
     def __init__(self, var_bounds: Mapping[Var, BoundLike] | None = None) -> None:
         self._bounds = BoundAnalyzer(normalize_var_bounds(var_bounds))
+        self._symbolic_max: dict[Var, PrimExpr] = {}
         self._memo: dict[PrimExpr, PrimExpr] = {}
         self._steps = 0
         self.hit_step_limit = False
@@ -85,14 +86,28 @@ class Analyzer:
     def bind(self, var: Var, rng: Any) -> None:
         """Bound ``var`` by a loop range: a `Range`, a ``(min, extent)`` pair, or a bound.
 
-        ``min`` and ``extent`` may be expressions; their constant bounds are used. A
-        `ConstIntBound` is taken as is.
+        ``min`` and ``extent`` may be expressions; their constant bounds are used, and a
+        range that is not constant also gives ``var``'s symbolic maximum ``min + extent - 1``
+        (`symbolic_max`). A `ConstIntBound` is taken as is.
         """
         self._bounds.set_var_bound(var, self._range_bound(rng))
+        self._symbolic_max.pop(var, None)
+        if not isinstance(rng, ConstIntBound):
+            lo, ext = (rng.min, rng.extent) if hasattr(rng, "extent") else rng
+            lo, ext = convert(lo), convert(ext)
+            if not (isinstance(lo, IntImm) and isinstance(ext, IntImm)):
+                top = ext if as_const_int(lo) == 0 else Add(lo, ext)
+                self._symbolic_max[var] = Sub(top, IntImm(top.dtype, 1))
+
+    def symbolic_max(self, var: Var) -> PrimExpr | None:
+        """The largest value of ``var`` as an expression, when a range that is not constant
+        bound it (``seq - 1`` for a loop over ``seq``)."""
+        return self._symbolic_max.get(var)
 
     def update(self, var: Var, bound: BoundLike) -> None:
         """Set the bound of ``var`` to the inclusive ``(lo, hi)`` pair or `ConstIntBound`."""
         self._bounds.set_var_bound(var, as_bound(bound))
+        self._symbolic_max.pop(var, None)
 
     def _range_bound(self, rng: Any) -> ConstIntBound:
         if isinstance(rng, ConstIntBound):
@@ -121,6 +136,7 @@ class Analyzer:
         tail over ``(s + 7) // 8 - min(...)``: ``s >= 1``)."""
         implied = self._implied_minimums(rng)
         saved = {v: self._bounds.var_bounds.get(v) for v in (var, *implied)}
+        saved_max = self._symbolic_max.get(var)
         self.bind(var, rng)
         for v, least in implied.items():
             if v is not var:
@@ -131,6 +147,9 @@ class Analyzer:
         finally:
             for v, old in saved.items():
                 self._bounds.set_var_bound(v, old)
+            self._symbolic_max.pop(var, None)
+            if saved_max is not None:
+                self._symbolic_max[var] = saved_max
 
     def _implied_minimums(self, rng: Any) -> dict[Var, int]:
         """The variables a loop extent ``>= 1`` bounds from below, with their least values."""

@@ -3,16 +3,24 @@
 A read ``B[e0, e1]`` of an inlined stage ``B`` becomes B's (already expanded) body with B's axes
 replaced by ``e0, e1``. What remains reads only stages that own a buffer. Lowering and bound
 inference work on these bodies.
+
+A read whose index divides by a symbolic dim (reshapes and transposes over ``seq``: the
+flat index ``((b*2 + h)*16 + d)*seq + s`` unravelled by ``// seq``, ``% 16``...) is simplified
+under the ranges of the stage's axes, where ``s < seq`` is still known (`kiln.arith.symbolic`),
+so it reads ``[b, s, h*16 + d]``; once the loops are split, ``s`` is ``o*8 + j`` and the bound
+is lost.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from kiln.arith import Analyzer
 from kiln.ir.visitor import pre_order_nodes
 from kiln.te.rewrite import rewrite_loads, substitute_axes
 from kiln.te.tensor import ComputeOp, ProducerLoad
-from kiln.tir.expr import PrimExpr
+from kiln.tir.expr import Div, FloorDiv, FloorMod, IntImm, Mod, PrimExpr
 
 if TYPE_CHECKING:
     from kiln.te.schedule import Schedule, Stage
@@ -33,8 +41,33 @@ def effective_bodies(sch: Schedule) -> dict[Stage, PrimExpr]:
             axes = src.op.axis  # type: ignore[attr-defined]
             return substitute_axes(bodies[src], dict(zip(axes, load.indices)))
 
-        bodies[stage] = rewrite_loads(op.body, expand)
+        bodies[stage] = _simplify_reads(op, rewrite_loads(op.body, expand))
     return bodies
+
+
+def _divides_by_symbol(e: PrimExpr) -> bool:
+    return any(
+        isinstance(n, (FloorDiv, FloorMod, Div, Mod)) and not isinstance(n.b, IntImm)
+        for n in pre_order_nodes(e)
+    )
+
+
+def _simplify_reads(op: ComputeOp, body: PrimExpr) -> PrimExpr:
+    """``body`` with the indices that divide by a symbolic dim simplified under the ranges of
+    ``op``'s axes (see the module docstring)."""
+    if not any(_divides_by_symbol(i) for n in loads_in(body) for i in n.indices):
+        return body
+    ana = Analyzer()
+    for ax in (*op.axis, *op.reduce_axis):
+        if ax.dom is not None:
+            ana.bind(ax, ax.dom)
+
+    def simplified(load: ProducerLoad) -> PrimExpr:
+        if not any(_divides_by_symbol(i) for i in load.indices):
+            return load
+        return replace(load, indices=tuple(ana.simplify(i) for i in load.indices))
+
+    return rewrite_loads(body, simplified)
 
 
 def loads_in(expr: Any) -> list[ProducerLoad]:

@@ -197,3 +197,26 @@ def test_lowering_is_deterministic_and_leaves_no_te_nodes():
     assert structural_equal(f1, f2)
     assert_pure_tir(f1)
     assert [st.name for st in s.stages] == ["A", "P", "B", "B_local", "C_local", "C"]
+
+
+def test_reshape_chain_over_a_symbolic_dim_reads_plain_indices():
+    """A transpose written as reshape -> permute -> reshape over a symbolic ``seq`` reads its
+    input at ``[b, s, h*16 + d]``: no division by ``seq`` survives the axes' ranges."""
+    from kiln.topi.shape_ops import reshape_to
+
+    seq = tir.SizeVar("seq", "int64")
+    A = te.placeholder((2, seq, 32), name="A")
+    B = reshape_to(A, (2, seq, 2, 16))
+    C = te.compute((2, 2, 16, seq), lambda b, h, d, t: B[b, t, h, d], name="C")
+    D = reshape_to(C, (4, 16, seq))
+    s = te.create_schedule(D)
+    for t in (B, C):
+        s[t].compute_inline()
+    f = _ok(te.lower(s, [A, D]))
+    (store,) = _nodes(f, tir.BufferStore)
+    divisions = [
+        n
+        for n in tir.pre_order_nodes(store.value)
+        if isinstance(n, (tir.FloorDiv, tir.FloorMod)) and not isinstance(n.b, tir.IntImm)
+    ]
+    assert divisions == [], show(f)

@@ -7,7 +7,11 @@ reads from outside (variables, and constant tensors, which become parameters too
 immediates), whose body is
 the group's bindings in one dataflow block, and whose result is every value of the group used
 outside it (one value, or a tuple of them in binding order); its span is its first binding's.
-It returns None when the group mentions a symbolic variable its parameters do not define.
+It returns None when the group mentions a symbolic variable its parameters do not define;
+with ``free_symbols`` (primitive functions) such variables become one last parameter instead,
+``dims: R.Shape([seq, ...])``, and the call passes the caller's ``R.shape([seq, ...])`` (the
+group of ``arange(0, seq)``, of an attention mask built from the caller's dims; `LowerTE`
+passes them to the kernel as ``tir_vars``).
 
 `call_bindings` gives the bindings that replace the group in the original block: the call,
 bound to the original variable (one output) or to a new tuple variable followed by one item
@@ -37,7 +41,7 @@ from kiln.relax.expr import (
     TupleGetItem,
     Var,
 )
-from kiln.relax.struct_info import TensorStructInfo, TupleStructInfo
+from kiln.relax.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,11 @@ def group_outputs(graph: BlockGraph, members: list[int]) -> list[int]:
     ]
 
 
-def _symbols_defined(params: list[Var], graph: BlockGraph, members: list[int]) -> bool:
+def _undefined_symbols(params: list[Var], graph: BlockGraph, members: list[int]) -> list[Any]:
+    """The symbolic variables the group uses that no parameter's struct info defines, by first
+    use."""
     defined = {id(v) for p in params for v in tir_vars(p.struct_info_)}
+    out: list[Any] = []
     for m in members:
         b = graph.bindings[m]
         used = tir_vars(b.var.struct_info_)
@@ -126,13 +133,19 @@ def _symbols_defined(params: list[Var], graph: BlockGraph, members: list[int]) -
                 used += tir_vars(leaf.values if isinstance(leaf, ShapeExpr) else leaf.value)
         if isinstance(b.value, Call):
             used += tir_vars(b.value.sinfo_args)
-        if any(id(v) not in defined for v in used):
-            return False
-    return True
+        for v in used:
+            if id(v) not in defined:
+                defined.add(id(v))
+                out.append(v)
+    return out
 
 
 def outline(
-    graph: BlockGraph, members: list[int], attrs: dict[str, Any], keep_scalars: bool = False
+    graph: BlockGraph,
+    members: list[int],
+    attrs: dict[str, Any],
+    keep_scalars: bool = False,
+    free_symbols: bool = False,
 ) -> Outlined | None:
     """The group ``members`` as a private function with ``attrs`` (see the module docstring)."""
     inputs = group_inputs(graph, members, keep_scalars)
@@ -143,8 +156,12 @@ def outline(
         Var(x.name_hint if isinstance(x, Var) else f"c{k}", x.struct_info_)
         for k, x in enumerate(inputs)
     ]
-    if not _symbols_defined(params, graph, members):
+    missing = _undefined_symbols(params, graph, members)
+    if missing and not free_symbols:
         return None
+    if missing:  # the caller's dims, passed as one shape value
+        inputs.append(ShapeExpr(missing))
+        params.append(Var("dims", ShapeStructInfo(tuple(missing))))
     remap: dict[int, Expr] = {id(x): p for x, p in zip(inputs, params)}
     bb = BlockBuilder()
     single = outputs[0] if len(outputs) == 1 and outputs[0] == members[-1] else None

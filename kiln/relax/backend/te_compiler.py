@@ -133,6 +133,17 @@ def op_names(func: Function) -> list[str]:
 
 
 # -- primitive -> PrimFunc ---------------------------------------------------------------------
+def is_dims_param(p: Var) -> bool:
+    """A primitive's ``dims: R.Shape([n, ...])`` parameter: symbolic variables of its caller
+    that no tensor parameter's shape defines (`kiln.relax.analysis.outline`)."""
+    s = p.struct_info_
+    return (
+        isinstance(s, ShapeStructInfo)
+        and s.values is not None
+        and all(isinstance(v, TirVar) for v in s.values)
+    )
+
+
 class _TEBuilder:
     """The TE values of a primitive's variables, built binding by binding."""
 
@@ -145,6 +156,8 @@ class _TEBuilder:
         result = func.body.body if isinstance(func.body, SeqExpr) else func.body
         self.results = {id(v) for v in (result.fields if isinstance(result, Tuple) else [result])}
         for p in func.params:
+            if is_dims_param(p):
+                continue  # the caller's dims: the kernel takes them as scalars (`tir_vars`)
             if not isinstance(p.struct_info_, TensorStructInfo):
                 raise _fail(
                     where,

@@ -212,7 +212,7 @@ class _Fuser(ExprMutator):
         outlined = {}
         for g in groups:
             names = [op_short_name(r) for m in g if (r := fusable_record(graph.bindings[m].value))]
-            out = outline(graph, g, {PRIMITIVE: 1}, keep_scalars=True)
+            out = outline(graph, g, {PRIMITIVE: 1}, keep_scalars=True, free_symbols=True)
             if out is None:
                 config.remark(
                     f"FuseOps: group fused_{'_'.join(names)} left unfused: it uses a "

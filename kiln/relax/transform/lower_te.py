@@ -60,6 +60,7 @@ from kiln.relax.backend.codegen import (
     list_codegens,
 )
 from kiln.relax.backend.te_compiler import (
+    is_dims_param,
     is_dynamic,
     lower_primitive,
     op_names,
@@ -172,6 +173,8 @@ class _Lowerer(ExprMutator):
         if func.get_attr(COMPILER):
             return self.lowered(c, func, self.external(func, where), args, sinfo, [], where)
         gv, positions = self.primitive(func, where)
+        # NOTE: a ``dims`` parameter's variables reach the kernel as ``tir_vars`` below
+        args = tuple(a for a, p in zip(args, func.params) if not is_dims_param(p))
         tir_vars = None
         if positions:
             # NOTE: a primitive is outlined from its caller, so its variables are the caller's

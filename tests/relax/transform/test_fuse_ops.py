@@ -17,6 +17,7 @@ from kiln.relax.analysis.well_formed import verify_module
 from kiln.relax.transform import FuseOps, LegalizeOps, LowerTE
 from kiln.script import ir as I
 from kiln.script import relax as R
+from kiln.script import tir as T
 from tests.relax.executor import run as run_legalized
 from tests.relax.transform.lowered import run as run_lowered
 
@@ -236,3 +237,29 @@ def test_an_item_of_a_tuple_its_anchor_keeps_stays_outside_the_next_group() -> N
     want = run_legalized(LegalizeOps()(Module), "main", *args)
     got = run_lowered(LowerTE("m")(mod), "main", *args)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_group_that_only_its_callers_dims_define_takes_them_as_a_shape() -> None:
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor(("batch", "seq"), "float32")):
+            batch = T.int64(is_size_var=True)
+            seq = T.int64(is_size_var=True)
+            with R.dataflow():
+                a = R.arange(R.prim_value(0), R.prim_value(seq), R.prim_value(1), dtype="int64")
+                b = R.expand_dims(a, axis=[0])
+                c = R.broadcast_to(b, R.shape([batch, seq]))
+                d = R.astype(c, "float32")
+                R.output(d)
+            return d
+
+    mod = FuseOps()(Module)
+    verify_module(mod)
+    (group,) = fused(mod).values()
+    (dims,) = group.params  # no tensor input: the mask-like group reads only batch and seq
+    assert [v.name for v in dims.struct_info_.values] == ["seq", "batch"]
+    lowered = LowerTE("default", Target("c"))(mod)
+    x = np.zeros((3, 5), "float32")
+    got = run_lowered(lowered, "main", x)
+    np.testing.assert_array_equal(got, np.broadcast_to(np.arange(5, dtype="float32"), (3, 5)))

@@ -140,6 +140,7 @@ def test_a_padded_conv_matches_numpy(
     this test is about the partition, so it asks for the in-place form on any host."""
     from kiln.topi import x86
     from kiln.topi.layout import transform_array
+
     module = sys.modules["kiln.topi.x86.conv2d_nchwc"]  # the package exports the function
     monkeypatch.setattr(module, "IN_PLACE_REGISTERS", 0)
 
