@@ -216,16 +216,27 @@ _MOD_OF_DIV = {FloorDiv: FloorMod, Div: Mod}
 
 
 def _symbolic_pair(lin: Linear, want: type, arg: PrimExpr, b: PrimExpr, coef: int) -> Atom | None:
-    """The atom ``want(arg, b) * b`` (either operand order) of ``lin`` with coefficient
-    ``coef``, if there is one."""
+    """The atom ``want(arg, b) * b`` or ``want(arg, b) * (b * c)`` (either operand order) of
+    ``lin`` whose coefficient (times ``c``) is ``coef``, if there is one."""
     for atom, k in lin.terms.items():
         e: Any = atom.expr
-        if k != coef or not isinstance(e, Mul):
+        if not isinstance(e, Mul):
             continue
         for q, f in ((e.a, e.b), (e.b, e.a)):
-            if structural_equal(f, b) and _is_division(q, want, arg, b):
+            if k * _multiple_of(f, b) == coef and _is_division(q, want, arg, b):
                 return atom
     return None
+
+
+def _multiple_of(f: PrimExpr, b: PrimExpr) -> int:
+    """``c`` when ``f`` is ``b`` or ``b * c`` (``c`` a constant), else 0."""
+    if structural_equal(f, b):
+        return 1
+    if isinstance(f, Mul):
+        for x, c in ((f.a, f.b), (f.b, f.a)):
+            if isinstance(c, IntImm) and structural_equal(x, b):
+                return c.value
+    return 0
 
 
 def _merge_pair_step(lin: Linear) -> Linear | None:

@@ -31,6 +31,11 @@ def test_quotient_remainder_pairs_merge() -> None:
     assert structural_equal(from_linear(lin, INT32), x)
     lin = merge_div_mod(to_linear((x // y) * y + x % i))  # different divisors: kept
     assert len(lin.terms) == 2
+    # the scale of a flattened stride: (x // y) * (y * 32) + (x % y) * 32 is x * 32
+    lin = merge_div_mod(to_linear((x // y) * (y * 32) + (x % y) * 32))
+    assert structural_equal(from_linear(lin, INT32), x * 32)
+    lin = merge_div_mod(to_linear((x // y) * (y * 32) + (x % y) * 16))  # scales differ: kept
+    assert len(lin.terms) == 2
 
 
 def test_from_linear_refuses_constants_that_do_not_fit() -> None:

@@ -74,6 +74,8 @@ class _Flattener(Mutator):
         dt = flat_index_dtype(buf)
         if any(i.dtype.bits == 64 for i in indices):
             dt = INT64
+        if not buf.strides and buf.elem_offset is None and _horner_ok(buf, indices):
+            return _horner(buf, indices, dt)
         strides = [_as(s, dt) for s in buf.strides] or _row_major(buf.shape, dt)
         scalar: PrimExpr = (
             _as(buf.elem_offset, dt) if buf.elem_offset is not None else IntImm(dt, 0)
@@ -120,6 +122,30 @@ class _Flattener(Mutator):
         if flat is s.buffer and body is s.body:
             return s
         return DeclBuffer(flat, body, s.span)
+
+
+def _horner_ok(buf: Buffer, indices: tuple[PrimExpr, ...]) -> bool:
+    """A row-major buffer with a symbolic dim, read at scalar indices (a ramp only last)."""
+    if all(isinstance(d, IntImm) for d in buf.shape):
+        return False
+    return all(
+        i.dtype.lanes == 1 or (isinstance(i, Ramp) and k == len(indices) - 1)
+        for k, i in enumerate(indices)
+    )
+
+
+def _horner(buf: Buffer, indices: tuple[PrimExpr, ...], dt: DataType) -> PrimExpr:
+    """``((i0*d1 + i1)*d2 + i2)...``: the flat index of a row-major buffer nested by dim, so
+    that an index split by the dims of a fused loop merges back (``(f // seq)*seq + f % seq``
+    is ``f``; the strides' form ``(f // seq)*(seq*32) + (f % seq)*32`` hides the pair)."""
+    last = indices[-1]
+    ramp = last if isinstance(last, Ramp) else None
+    acc: PrimExpr = IntImm(dt, 0)
+    for k, (i, dim) in enumerate(zip(indices, buf.shape)):
+        value = _as(ramp.base if ramp is not None and k == len(indices) - 1 else i, dt)
+        acc = value if k == 0 else acc * _as(dim, dt) + value
+    index = simplify(acc)
+    return index if ramp is None else Ramp(index, _as(ramp.stride, dt), ramp.lanes)
 
 
 def _row_major(shape: tuple[PrimExpr, ...], dt: DataType) -> list[PrimExpr]:

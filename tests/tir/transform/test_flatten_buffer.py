@@ -132,3 +132,20 @@ def test_3d_transpose_end_to_end() -> None:
     b = np.zeros((4, 3, 2), dtype="float32")
     kiln.build(f)["transpose"](a, b)
     np.testing.assert_array_equal(b, a.transpose(2, 1, 0))
+
+
+def test_symbolic_dims_nest_the_index_so_a_fused_loop_merges_back() -> None:
+    """Rows of (batch, 2, seq, 16) from one fused loop ``f``: ``[f // seq // 2, f // seq % 2,
+    f % seq, j]`` is ``f * 16 + j``; the strides' form ``(f // seq // 2) * (seq * 32) +
+    (f // seq % 2) * (seq * 16) + ...`` hides the quotient/remainder pairs."""
+    seq, batch = tir.SizeVar("seq", "int64"), tir.SizeVar("batch", "int64")
+    B = tir.decl_buffer((batch, 2, seq, 16), "float32", "B")
+    f, j = tir.Var("f", "int64"), tir.Var("j", "int64")
+    q = tir.FloorDiv(f, seq)
+    two = tir.IntImm("int64", 2)
+    idx = (tir.FloorDiv(q, two), tir.FloorMod(q, two), tir.FloorMod(f, seq), j)
+    store = tir.BufferStore(B, tir.FloatImm("float32", 1.0), idx)
+    inner = tir.For(j, 0, 16, tir.ForKind.SERIAL, store)
+    out = _run(_func(tir.For(f, 0, batch * 2 * seq, tir.ForKind.SERIAL, inner), B))
+    (flat,) = [n for n in tir.pre_order_nodes(out.body) if isinstance(n, tir.BufferStore)]
+    assert_structural_equal(flat.indices[0], f * 16 + j, map_free_vars=True)
