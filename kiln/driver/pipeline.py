@@ -13,6 +13,8 @@ Graph level (`default_relax_pipeline`), from normalized relax functions to VM fo
    constant matmul weights as packed column panels;
 5. `FoldConstant(build)` again — the weight layouts of step 4 computed once, at compile time
    (the kernels then read packed constants; nothing repacks a weight per call);
+5b. `HoistDimsOnly` — values that depend only on symbolic dims (masks, position ids) move to
+   a function the VM runs once per distinct dims (``vm.builtin.call_memoized``);
 6. `FuseOps` — operator calls of dataflow blocks grouped into ``Primitive`` functions
    (element-wise chains, an anchor with its epilogue, a reduction with its producers);
 7. `LowerTE(module_name, target)` — each primitive becomes one kernel scheduled for
@@ -148,6 +150,7 @@ def default_relax_pipeline(
         *(relax_transform.PartitionForCompiler(name) for name in external_codegens),
         relax_transform.AlterOpLayout(target),
         relax_transform.FoldConstant(build=host_kernel),
+        relax_transform.HoistDimsOnly(),
         # ---- operators to kernels --------------------------------------------------------
         relax_transform.FuseAttention(target),
         relax_transform.FuseOps(),

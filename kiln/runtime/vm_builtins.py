@@ -94,6 +94,7 @@ BUILTINS: tuple[Builtin, ...] = (
     _b("check_shape_info", 3, 3, _C, "value, ndim (-1: any), err_ctx"),
     _b("check_tuple_info", 3, 3, _C, "value, size (-1: any), err_ctx"),
     _b("check_func_info", 2, 2, _C, "value, err_ctx"),
+    _b("call_memoized", 3, 3, _O, "ctx, func, dims -> func(dims), once per distinct dims"),
 )
 """Every builtin, in the order of the C table."""
 
@@ -116,6 +117,14 @@ def builtin_index(name: str) -> int | None:
     """The index of builtin ``name`` (full global name) in `BUILTINS`, which is its index in the
     C runtime's table (checked when the runtime loads); None for anything else."""
     return _INDEX.get(name)
+
+
+def takes_ctx(name: str) -> bool:
+    """Whether ``name`` is a builtin that takes the VM context first: a plain call of it
+    (``Call(ExternFunc(name), args)``, which may pass functions) gets the context from the
+    codegen, as ``call_builtin_with_ctx`` does."""
+    found = _BY_NAME.get(name)
+    return found is not None and found.needs_ctx
 
 
 def is_builtin(name: str) -> bool:

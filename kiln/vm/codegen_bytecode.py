@@ -35,7 +35,7 @@ from kiln.relax.expr import (
     TupleGetItem,
     Var,
 )
-from kiln.runtime.vm_builtins import builtin
+from kiln.runtime.vm_builtins import builtin, takes_ctx
 from kiln.runtime.vm_format import (
     CONTEXT,
     NONE_ARG,
@@ -125,6 +125,8 @@ class FunctionCodegen:
         callee = callee_of(self.mod, op)
         if callee.kind == "closure":
             return self.builtin(INVOKE_CLOSURE, [CONTEXT, self.visit(op), *args], dst)
+        if callee.kind == "packed" and takes_ctx(callee.name):
+            args = [CONTEXT, *args]
         kinds = {"packed": FuncKind.PACKED, "kernel": FuncKind.KERNEL, "vm": FuncKind.BYTECODE}
         return self.call(callee.name, kinds[callee.kind], args, dst)
 

@@ -44,7 +44,7 @@ from kiln.relax.expr import (
     TupleGetItem,
     Var,
 )
-from kiln.runtime.vm_builtins import builtin
+from kiln.runtime.vm_builtins import builtin, takes_ctx
 from kiln.runtime.vm_format import VMTIR_PREFIX, DTypeConst, FuncKind, ShapeConst
 from kiln.tir import stmt as S
 from kiln.tir.expr import Call as TirCall
@@ -167,7 +167,7 @@ class FunctionCodegen:
         args = [self.arg(a) for a in call.args]
         callee = callee_of(self.mod, op)
         if callee.kind == "packed":
-            self.packed(callee.name, args, dst)
+            self.packed(callee.name, [self.ctx, *args] if takes_ctx(callee.name) else args, dst)
         elif callee.kind == "kernel":
             self.cpacked(callee.name, args, dst)
         else:

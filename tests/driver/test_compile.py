@@ -107,24 +107,26 @@ def test_the_relax_pipeline_is_one_visible_list() -> None:
     assert names == [
         "relax-normalize",
         *WEIGHTS,
+        "hoist-dims-only",
         "fuse-attention",
         "fuse-ops",
         "lower-te",
         "legalize-ops",
         *VM_LOWERING,
     ]
-    lower_te = passes[7]
+    lower_te = passes[8]
     assert (lower_te.module_name, str(lower_te.target)) == ("default", "c")
     assert str(passes[3].target) == "c" and passes[1].build is not None
-    assert str(passes[5].target) == "c"
+    assert str(passes[6].target) == "c"
     with_dnnl = default_relax_pipeline(Target("c"), external_codegens=["dnnl"])
-    assert [p.name for p in with_dnnl][:8] == [
+    assert [p.name for p in with_dnnl][:9] == [
         "relax-normalize",
         "fold-constant",
         "simplify-inference",
         "partition-for-compiler",
         "alter-op-layout",
         "fold-constant",
+        "hoist-dims-only",
         "fuse-attention",
         "fuse-ops",
     ]

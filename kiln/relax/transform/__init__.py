@@ -9,6 +9,7 @@ from kiln.relax.transform.dead_code_elimination import DeadCodeElimination
 from kiln.relax.transform.fold_constant import FoldConstant
 from kiln.relax.transform.fuse_attention import FuseAttention
 from kiln.relax.transform.fuse_ops import FuseOps
+from kiln.relax.transform.hoist_dims_only import HoistDimsOnly
 from kiln.relax.transform.lambda_lift import LambdaLift
 from kiln.relax.transform.legalize_ops import LegalizeOps
 from kiln.relax.transform.lower_te import LowerTE
@@ -31,6 +32,7 @@ __all__ = [
     "FoldConstant",
     "FuseAttention",
     "FuseOps",
+    "HoistDimsOnly",
     "LambdaLift",
     "LegalizeOps",
     "LowerTE",

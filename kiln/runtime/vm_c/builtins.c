@@ -323,6 +323,48 @@ KVM_BUILTIN(kvm_b_call_tir_dyn) {
   return rc;
 }
 
+/* call_memoized(ctx, func, dims) -> func(dims), called once per distinct dims: a value that
+ * depends only on the model's dims (a causal mask, position ids, rotary tables) is computed the
+ * first time those dims are seen and returned again after (the last KVM_MEMO_SLOTS results are
+ * kept). The caller never writes the value (kiln.relax.transform.hoist_dims_only). */
+KVM_BUILTIN(kvm_b_call_memoized) {
+  static const char* fn = "vm.builtin.call_memoized";
+  const int64_t* dims = NULL;
+  int64_t ndim = 0;
+  KilnVM* vm;
+  KvmMemo* slot;
+  TVMFFIAny shape;
+  int rc;
+  (void)self;
+  if (kvm_nargs(fn, n, 3, 3) != 0 || (vm = kvm_ctx_arg(args, fn)) == NULL ||
+      kvm_shape_arg(args, 2, fn, "dims", &dims, &ndim) != 0) {
+    return -1;
+  }
+  if (args[1].type_index != kTVMFFIFunction) {
+    return kvm_fail("TypeError", "%s: argument 1 expected a function, got %s", fn,
+                    kvm_kind_name(args[1].type_index));
+  }
+  for (int64_t i = 0; i < KVM_MEMO_SLOTS; ++i) {
+    KvmMemo* m = &vm->memo[i];
+    if (m->func == args[1].v_obj && m->ndim == ndim &&
+        memcmp(m->dims, dims, sizeof(int64_t) * (size_t)ndim) == 0) {
+      return kvm_own(&m->value, ret);
+    }
+  }
+  rc = kvm_call_function(args[1].v_obj, args + 2, 1, ret);
+  if (rc != 0 || ndim > KVM_MEMO_DIMS) return rc;
+  slot = &vm->memo[vm->memo_next];
+  vm->memo_next = (vm->memo_next + 1) % KVM_MEMO_SLOTS;
+  kiln_vm_any_release(&slot->value);
+  slot->func = NULL;
+  if (kvm_own(ret, &shape) != 0) return -1;
+  slot->value = shape;
+  slot->func = args[1].v_obj;
+  slot->ndim = ndim;
+  memcpy(slot->dims, dims, sizeof(int64_t) * (size_t)ndim);
+  return 0;
+}
+
 /* ---- values ------------------------------------------------------------------------------- */
 
 /* read_if_cond(x) -> bool: x is an int, a bool, or a one-element CPU tensor. */

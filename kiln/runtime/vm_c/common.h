@@ -64,6 +64,16 @@ typedef struct {
   int64_t ns;
 } KvmProf;
 
+/* One remembered result of `vm.builtin.call_memoized`: the function called, its dims, the value. */
+#define KVM_MEMO_SLOTS 16
+#define KVM_MEMO_DIMS 8
+typedef struct {
+  TVMFFIObject* func; /* NULL: an empty slot */
+  int64_t ndim;
+  int64_t dims[KVM_MEMO_DIMS];
+  TVMFFIAny value;
+} KvmMemo;
+
 typedef struct KilnVM {
   KilnVMContextHeader hdr;
   DLDevice device;
@@ -80,6 +90,8 @@ typedef struct KilnVM {
   KvmArg* arg_pool;
   KvmProf* prof;
   int64_t num_prof, cap_prof;
+  KvmMemo memo[KVM_MEMO_SLOTS];
+  int64_t memo_next; /* the slot a new result replaces (round robin) */
 } KilnVM;
 
 __attribute__((format(printf, 2, 3))) static int kvm_fail(const char* kind, const char* fmt,

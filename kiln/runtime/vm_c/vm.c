@@ -30,6 +30,7 @@ static void kvm_free(void* self) {
     }
   }
   for (int64_t i = 0; vm->c != NULL && i < vm->num_consts; ++i) kiln_vm_any_release(&vm->c[i]);
+  for (int64_t i = 0; i < KVM_MEMO_SLOTS; ++i) kiln_vm_any_release(&vm->memo[i].value);
   kvm_prof_clear(vm);
   free(vm->prof);
   free(vm->funcs);
