@@ -16,6 +16,7 @@ With ``c > 0`` a constant and the numerator's linear form split as ``c*Q + R``:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import gcd
 from typing import Any
 
@@ -128,6 +129,14 @@ def divmod_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     c = _divisor(e)
     if c is None:
         return None
+    return _cancel_factor(e, c, lambda g: None if c == g else IntImm(e.dtype, c // g), ctx)
+
+
+def _cancel_factor(
+    e: Any, c: int, rest_of: Callable[[int], PrimExpr | None], ctx: RewriteContext
+) -> PrimExpr | None:
+    """The two common-factor rules: ``g`` (dividing the constant ``c`` of the divisor) cancels
+    from the numerator; ``rest_of(g)`` is the divisor left (None: nothing, ``c == g``)."""
     lin = to_linear(e.a)
     split = _factor_split(lin, c, ctx)
     if split is None:
@@ -140,10 +149,11 @@ def divmod_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     a, r = _build(quot, e), _build(rem, e)
     if a is None or r is None:
         return None
-    inner = a if c == g else type(e)(a, IntImm(e.dtype, c // g))
+    rest = rest_of(g)
+    inner = a if rest is None else type(e)(a, rest)
     if isinstance(e, (FloorDiv, Div)):
         return inner
-    if c == g:
+    if rest is None:
         return r
     scaled = Mul(inner, IntImm(e.dtype, g))
     return scaled if exact else Add(scaled, r)
@@ -295,18 +305,5 @@ def divmod_symbolic_common_factor(e: Any, ctx: RewriteContext) -> PrimExpr | Non
     ((m_atom, d),) = ln.terms.items()
     if d <= 1:
         return None
-    lin = to_linear(e.a)
-    split = _factor_split(lin, d, ctx)
-    if split is None:
-        return None
-    g, quot, rem = split
-    if isinstance(e, (Div, Mod)) and linear_bound(lin, ctx.const_int_bound).min_value < 0:
-        return None
-    a, r = _build(quot, e), _build(rem, e)
-    if a is None or r is None:
-        return None
-    rest = m_atom.expr if d == g else Mul(m_atom.expr, IntImm(e.dtype, d // g))
-    if isinstance(e, (FloorDiv, Div)):
-        return type(e)(a, rest)
-    scaled = Mul(type(e)(a, rest), IntImm(e.dtype, g))
-    return scaled if _is_zero(rem) else Add(scaled, r)
+    m = m_atom.expr
+    return _cancel_factor(e, d, lambda g: m if d == g else Mul(m, IntImm(e.dtype, d // g)), ctx)

@@ -56,12 +56,7 @@ def _times(a: Poly, b: Poly) -> Poly | None:
     out: Poly = {}
     for ka, va in a.items():
         for kb, vb in b.items():
-            key = tuple(sorted(ka + kb, key=hash))
-            new = out.get(key, 0) + va * vb
-            if new:
-                out[key] = new
-            else:
-                out.pop(key, None)
+            out = _plus(out, {tuple(sorted(ka + kb, key=hash)): va * vb}, 1)
     return out
 
 
