@@ -55,10 +55,13 @@ def _divides_by_symbol(e: PrimExpr) -> bool:
 def _simplify_reads(op: ComputeOp, body: PrimExpr) -> PrimExpr:
     """``body`` with the indices that divide by a symbolic dim simplified under the ranges of
     ``op``'s axes (see the module docstring)."""
+    axes = (*op.axis, *op.reduce_axis)
+    if all(ax.dom is None or isinstance(ax.dom.extent, IntImm) for ax in axes):
+        return body  # NOTE: static stages (most of them) skip the walk: nothing to prove
     if not any(_divides_by_symbol(i) for n in loads_in(body) for i in n.indices):
         return body
     ana = Analyzer()
-    for ax in (*op.axis, *op.reduce_axis):
+    for ax in axes:
         if ax.dom is not None:
             ana.bind(ax, ax.dom)
 
