@@ -141,7 +141,7 @@ def test_batch_matmul_with_transposes_and_broadcast(make: Any, rng: np.random.Ge
 def test_symbolic_rows_take_full_guard_free_tiles(m: int, rng: np.random.Generator) -> None:
     """A symbolic row count still gets `TILE_ROWS`-row register tiles (rows past the end are
     computed again from the last row), no guard inside the reduction, the epilogue in the same
-    nest, and the row tiles in parallel with a run-time grain (an OpenMP ``if`` clause)."""
+    nest, and the row tiles in parallel with a run-time grain."""
     n = te.size_var("n")
     x, w, b = (
         te.placeholder(s, name=nm) for s, nm in [((n, 40), "x"), ((40, m), "w"), ((m,), "b")]
