@@ -81,19 +81,26 @@ FINAL_LANES = 4
 scalar fold (see `reduce_in_row`)."""
 
 
-def reduce_in_row(sch: Schedule, red: Tensor, host: Stage, at: AxisVar, lanes: int) -> Stage:
+def reduce_in_row(
+    sch: Schedule, red: Tensor, host: Stage, at: AxisVar, lanes: int, vector: int
+) -> Stage:
     """Compute the row reduction ``red`` inside ``host``'s loop ``at`` with ``lanes`` vector
-    accumulators; returns the stage that now reads ``red``'s inputs (its rfactor stage, or
-    itself).
+    accumulators (one vector, ``vector`` lanes, for a row of symbolic length); returns the
+    stage that now reads ``red``'s inputs (its rfactor stage, or itself).
 
     NOTE: the ``lanes`` partial results are folded in two steps, ``FINAL_LANES`` at a time and
     then one by one: a single scalar fold of 32 partials is a chain of 32 dependent adds per
-    row, measured 4 us of 128x1024 softmax's 53 us on one Zen 4 core.
+    row, measured 4 us of 128x1024 softmax's 53 us on one Zen 4 core. A symbolic row keeps one
+    vector: its last, guarded step and the fold cost a short row (a sequence of 8) more than
+    the latency chain costs a long one; measured softmax of (1, 2, n, n) over symbolic n, one
+    Zen 3 core, 32 -> 8 lanes: n = 8 1.5 -> 0.5 us, 64 15.5 -> 7.2 us, 256 139 -> 113 us.
     """
     stage = sch[red]
     op = stage.op
     assert isinstance(op, ComputeOp)
     k_ext = extent(op.reduce_axis[-1])
+    if k_ext is None:
+        lanes = min(lanes, vector)
     rf = rfactor(sch, red, lanes) if k_ext is None or k_ext >= 2 * lanes else None
     fold = None
     if rf is not None and lanes >= 4 * FINAL_LANES:
@@ -190,12 +197,12 @@ def schedule_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None:
     lanes, acc = ctx.lanes(out.dtype), ctx.accumulator_lanes(out.dtype)
     row = row_loops(sch[out], lanes, NS_SOFTMAX)
     sch[inv].compute_at(sch[out], row)
-    reduce_in_row(sch, s, sch[inv], sch[inv].op.axis[-1], SOFTMAX_ACC_FACTOR * acc)
+    reduce_in_row(sch, s, sch[inv], sch[inv].op.axis[-1], SOFTMAX_ACC_FACTOR * acc, lanes)
     # NOTE: ``e`` is read by the output and by the sum's stage, which runs inside the same row
     # loop (attached to ``inv``): `te` allows that, and ``e`` is one row of scratch.
     e_stage = exp_in_row(sch, e, sch[out], row, lanes)
     prefetch_next_row(e_stage, lanes)
-    reduce_in_row(sch, m, e_stage, e_stage.op.axis[-2], SOFTMAX_ACC_FACTOR * acc)
+    reduce_in_row(sch, m, e_stage, e_stage.op.axis[-2], SOFTMAX_ACC_FACTOR * acc, lanes)
     _done(ctx, sch, [out, m, e, s, inv])
     return None
 
@@ -211,12 +218,12 @@ def schedule_log_softmax(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> No
         return _fallback(sch, out, ctx, parts)
     _inline(sch, e)
     copies = recompute_for(sch, out, [m])
-    acc = ctx.accumulator_lanes(out.dtype)
-    row = row_loops(sch[out], ctx.lanes(out.dtype), NS_LOG_SOFTMAX)
+    acc, lanes = ctx.accumulator_lanes(out.dtype), ctx.lanes(out.dtype)
+    row = row_loops(sch[out], lanes, NS_LOG_SOFTMAX)
     sch[lse].compute_at(sch[out], row)
-    sum_reader = reduce_in_row(sch, s, sch[lse], sch[lse].op.axis[-1], acc)
-    reduce_in_row(sch, copies[m], sch[out], row, acc)
-    reduce_in_row(sch, m, sum_reader, sum_reader.op.axis[len(sch[m].op.axis) - 1], acc)
+    sum_reader = reduce_in_row(sch, s, sch[lse], sch[lse].op.axis[-1], acc, lanes)
+    reduce_in_row(sch, copies[m], sch[out], row, acc, lanes)
+    reduce_in_row(sch, m, sum_reader, sum_reader.op.axis[len(sch[m].op.axis) - 1], acc, lanes)
     _done(ctx, sch, [out, m, s, lse, copies[m]])
     return None
 
@@ -233,12 +240,12 @@ def schedule_layer_norm(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> Non
     _inline(sch, mean)
     copies = recompute_for(sch, out, [total, mean])
     _inline(sch, copies[mean])
-    acc = ctx.accumulator_lanes(out.dtype)
-    row = row_loops(sch[out], ctx.lanes(out.dtype), NS_LAYER_NORM)
+    acc, lanes = ctx.accumulator_lanes(out.dtype), ctx.lanes(out.dtype)
+    row = row_loops(sch[out], lanes, NS_LAYER_NORM)
     sch[rstd].compute_at(sch[out], row)
-    var_reader = reduce_in_row(sch, var, sch[rstd], sch[rstd].op.axis[-1], acc)
-    reduce_in_row(sch, copies[total], sch[out], row, acc)
+    var_reader = reduce_in_row(sch, var, sch[rstd], sch[rstd].op.axis[-1], acc, lanes)
+    reduce_in_row(sch, copies[total], sch[out], row, acc, lanes)
     n_rows = len(sch[total].op.axis)
-    reduce_in_row(sch, total, var_reader, var_reader.op.axis[n_rows - 1], acc)
+    reduce_in_row(sch, total, var_reader, var_reader.op.axis[n_rows - 1], acc, lanes)
     _done(ctx, sch, [out, total, var, rstd, copies[total]])
     return None

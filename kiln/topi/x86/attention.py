@@ -146,10 +146,10 @@ def schedule_attention(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None
     common.vectorize(o, ji)
     block = batch[-1] if batch else io
     _tile_product(sch, p["pv"], o, jo)
-    reduce_in_row(sch, p["sum"], o, block, SOFTMAX_ACC_FACTOR * acc_lanes)
+    reduce_in_row(sch, p["sum"], o, block, SOFTMAX_ACC_FACTOR * acc_lanes, lanes)
     # NOTE: the output reads neither; the block loop holds every reader (the sums, the product)
     ex = exp_in_row(sch, p["exp"], o, block, lanes)
-    reduce_in_row(sch, p["max"], ex, ex.op.axis[-2], SOFTMAX_ACC_FACTOR * acc_lanes)
+    reduce_in_row(sch, p["max"], ex, ex.op.axis[-2], SOFTMAX_ACC_FACTOR * acc_lanes, lanes)
     sc = sch[p["score"]]
     sc.compute_at(ex, ex.leaf_iter_vars[0])
     *_, si, sj = sc.op.axis
