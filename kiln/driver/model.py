@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kiln.driver import model_cache
 from kiln.driver.build import build_target
 from kiln.driver.dims import DeclaredDims, SizeRouter, fixed_shapes
@@ -46,6 +48,18 @@ from kiln.runtime.tensor import Device
 from kiln.runtime.vm import ProfileReport
 from kiln.runtime.vm_export import load_executable
 from kiln.runtime.vm_format import Executable, TensorSpec
+
+
+CHECKED_SHAPES = 64
+"""How many distinct input (dtype, shape)s a model remembers as checked (then it starts over)."""
+
+
+def _shape_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The (dtype, shape) of each argument when all are numpy arrays, else None."""
+    for a in args:
+        if type(a) is not np.ndarray:
+            return None
+    return tuple([(a.dtype, a.shape) for a in args])
 
 
 class CompiledModel:
@@ -80,14 +94,30 @@ class CompiledModel:
         """The library the model was loaded from (`kiln.load`, or kiln.compile's cache)."""
         self.sizes: SizeRouter | None = None
         """The declared dims (``dims=``): bounds checked per call, bucket models picked."""
+        self._checked: dict[tuple[Any, ...], Any] = {}
+        """Positional ndarray inputs' (dtype, shape)s that passed the checks -> the function
+        to call (the entry, or the bucket model's): see `__call__`."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # NOTE: the input checks and the bucket pick depend only on the inputs' dtypes and
+        # shapes, so a call whose (dtype, shape)s passed before goes straight to the function
+        # picked then: 3.5 us of a 24 us call of a bucketed GPT-2 at 1x8 (one thread).
+        key = None if kwargs else _shape_key(args)
+        if key is not None:
+            fn = self._checked.get(key)
+            if fn is not None:
+                return fn(*args)
         values = arrange_inputs(self._call.params, args, kwargs, self.inputs)
+        fn = self._call
         if self.sizes is not None:
             bucket = self.sizes.pick(values)
             if bucket is not None:
-                return bucket._call(*values)
-        return self._call(*values)
+                fn = bucket._call
+        if key is not None and len(values) == len(self._call.params):
+            if len(self._checked) >= CHECKED_SHAPES:
+                self._checked.clear()
+            self._checked[key] = fn
+        return fn(*values)
 
     def __getitem__(self, name: str) -> Any:
         """Another function of the model, by name."""
