@@ -49,7 +49,6 @@ from kiln.runtime.vm import ProfileReport
 from kiln.runtime.vm_export import load_executable
 from kiln.runtime.vm_format import Executable, TensorSpec
 
-
 CHECKED_SHAPES = 64
 """How many distinct input (dtype, shape)s a model remembers as checked (then it starts over)."""
 

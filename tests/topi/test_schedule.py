@@ -188,7 +188,7 @@ def test_schedule_for_rejects_non_compute_outputs() -> None:
 
 def test_symbolic_stage_runs_in_parallel_above_a_grain() -> None:
     """A symbolic row count cannot be judged when scheduling: the parallel loop carries a grain,
-    printed as an OpenMP region with a serial copy of the loop below it; both sides compute the same."""
+    printed as an OpenMP region with a serial copy of the loop below it; both compute the same."""
 
     n = te.size_var("n")
     x = te.placeholder((n, 64), name="x")
