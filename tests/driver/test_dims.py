@@ -70,6 +70,26 @@ def test_bounds_refuse_a_size_outside_them_naming_input_dim_and_values() -> None
         model.profile(np.zeros((1, 9, 16), "float32"))
 
 
+def test_repeated_shapes_skip_the_checks_but_new_ones_are_checked() -> None:
+    """A call whose inputs have (dtype, shape)s seen before goes straight to the function
+    picked then; any other dtype, rank or size is checked (and refused) on every call."""
+    model = kiln.compile(MODEL, dims={"seq": [4], "batch": (1, 3)})
+    for _ in range(2):
+        for shape in [(2, 4, 16), (2, 5, 16)]:  # the bucket, then the symbolic model
+            x = RNG.standard_normal(shape).astype("float32")
+            np.testing.assert_allclose(model(x).numpy(), _reference(x), rtol=2e-3, atol=2e-3)
+    assert len(model._checked) == 2
+    assert model._checked[((np.dtype("float32"), (2, 4, 16)),)] is model.sizes.variants[(4,)]._call
+    for _ in range(2):
+        with pytest.raises(FrontendError, match=r"batch = 4 \(dim 0\).*batch in \[1, 3\]"):
+            model(np.zeros((4, 4, 16), "float32"))
+        with pytest.raises(FrontendError, match="input 'x' must be float32, got float64"):
+            model(np.zeros((2, 4, 16)))
+        with pytest.raises(FrontendError, match="must have 3 dims"):
+            model(np.zeros((2, 4), "float32"))
+    assert len(model._checked) == 2
+
+
 def test_bad_declarations_are_named() -> None:
     with pytest.raises(KilnError, match=r"'sq', which is not a symbolic dim.*batch, seq"):
         kiln.compile(MODEL, dims={"sq": [8]})
