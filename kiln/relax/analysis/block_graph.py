@@ -2,7 +2,8 @@
 `PartitionForCompiler` share).
 
 `BlockGraph(block, uses)` numbers the bindings of ``block`` in order; ``producers[i]`` are the
-bindings whose variables binding ``i`` reads, ``consumers[i]`` those that read binding ``i``,
+bindings whose variables binding ``i`` reads (or that define, by ``match_cast``, a symbolic
+variable it uses), ``consumers[i]`` those that read binding ``i``,
 and ``escapes[i]`` says that binding ``i``'s variable is also used outside the block (the
 function's result, a later block). ``uses`` counts every use of every variable of the enclosing
 function (`use_counts`).
@@ -20,7 +21,8 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from kiln.relax.binding import BindingBlock
+from kiln.relax.analysis.struct_info import tir_vars
+from kiln.relax.binding import BindingBlock, MatchCast
 from kiln.relax.expr import Call, Tuple, TupleGetItem, Var
 
 
@@ -65,6 +67,27 @@ class BlockGraph:
                     self.consumers[j].append(i)
         self.uses = [uses.get(id(b.var), 0) for b in self.bindings]
         self.escapes = [self.uses[i] > inside[i] for i in range(n)]
+        self._symbol_edges()
+
+    def _symbol_edges(self) -> None:
+        """A binding that uses a symbolic variable a ``match_cast`` of this block defines (its
+        first mention: a dim read from data, `Ctx.run_time_ints`) depends on that binding."""
+        seen: set[int] = set()
+        definer: dict[int, int] = {}
+        for i, b in enumerate(self.bindings):
+            mentioned = tir_vars((b.var.struct_info_, b.value))
+            if isinstance(b, MatchCast):
+                for v in tir_vars(b.struct_info):
+                    if id(v) not in seen:
+                        definer[id(v)] = i
+            for v in mentioned:
+                j = definer.get(id(v))
+                if j is not None and j != i and j not in self.producers[i]:
+                    self.producers[i].append(j)
+                    self.consumers[j].append(i)
+            seen.update(id(v) for v in mentioned)
+            if isinstance(b, MatchCast):
+                seen.update(id(v) for v in tir_vars(b.struct_info))
 
     def __len__(self) -> int:
         return len(self.bindings)

@@ -20,8 +20,13 @@ from kiln.relax import op as R
 from kiln.relax.expr import Call, Expr, PrimValue, Tuple, TupleGetItem, Var, const
 from kiln.relax.frontend.common import NodeSpan, agreed_dims, ident
 from kiln.relax.frontend.onnx import values as V
-from kiln.relax.struct_info import TensorStructInfo
+from kiln.relax.op.builtin import call_pure_packed
+from kiln.relax.struct_info import ShapeStructInfo, TensorStructInfo
+from kiln.runtime.vm_builtins import builtin
 from kiln.tir.expr import IntImm, PrimExpr
+from kiln.tir.expr import Var as TirVar
+
+TENSOR_TO_SHAPE = builtin("tensor_to_shape").name
 
 Converter = Callable[["Ctx", "Node", list[Any]], Any]
 CONVERTERS: dict[str, Converter] = {}
@@ -164,6 +169,43 @@ class Ctx:
         shapes = [sinfo(x).dims for x in xs]
         agreed = agreed_dims([None if d is None else list(d) for d in shapes])
         return [x if new is None else self.cast_dims(x, new) for x, new in zip(xs, agreed)]
+
+    def out_name(self) -> str:
+        """The node's first output as an identifier (``v`` when it has none)."""
+        outs = self.node.outputs if self.node else ()
+        return ident(outs[0] if outs else "", "v")
+
+    def run_time_ints(
+        self, v: Expr, what: str, expect: list[PrimExpr | None] | None = None
+    ) -> list[PrimExpr]:
+        """The values of ``v``, a 1-D integer tensor of known length or an integer scalar,
+        known only when the model runs: fresh symbolic ints (``<output>_<what>_<i>``) bound
+        to them then (``vm.builtin.tensor_to_shape`` matched to new dims), so what they size
+        keeps a known rank and symbolic dims. Where ``expect`` gives a value, the run-time
+        value is checked against it instead (a ``ValueError`` naming the node's output)."""
+        s = sinfo(v)
+        length = None
+        if s.dims is not None and len(s.dims) <= 1:
+            length = 1 if not s.dims else getattr(s.dims[0], "value", None)
+        if length is None or not str(s.dtype).startswith(("int", "uint")):
+            self.needs_constant(v, what)
+            raise FrontendError(
+                f"{what} comes from a run-time value of type {s}; kiln needs a 1-D integer "
+                "tensor of known length (or an integer scalar) to read a shape from"
+            )
+        if str(s.dtype) != "int64":
+            v = self.emit(R.astype(v, "int64"))
+        if len(s.dims) == 0:
+            v = self.emit(R.reshape(v, [1]))
+        base = f"{self.out_name()}_{ident(what.split()[-1], 'v')}"
+        value = call_pure_packed(TENSOR_TO_SHAPE, v, sinfo_args=ShapeStructInfo(None, length))
+        shape = self.emit(value, f"{base}_shape")
+        want = expect or [None] * length
+        ints: list[PrimExpr] = [
+            TirVar(f"{base}_{i}", "int64") if e is None else e for i, e in enumerate(want)
+        ]
+        self.imp.bb.match_cast(shape, ShapeStructInfo(ints), f"{base}_dims")
+        return ints
 
     def cast_dims(self, x: Expr, new: list[PrimExpr]) -> Expr:
         """``x`` seen with dims ``new`` (a checked ``match_cast``), or ``x`` itself when they are

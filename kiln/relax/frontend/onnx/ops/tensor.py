@@ -13,7 +13,7 @@ import numpy as np
 
 from kiln.errors import FrontendError
 from kiln.relax import op as R
-from kiln.relax.expr import PrimValue, ShapeExpr, const
+from kiln.relax.expr import Expr, PrimValue, ShapeExpr, const
 from kiln.relax.frontend.common import ident
 from kiln.relax.frontend.onnx import values as V
 from kiln.relax.frontend.onnx.ops import (
@@ -117,6 +117,9 @@ def _clamp(v: Any, n: Any, step: int) -> Any:
 @converter("Slice")
 def _slice(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x = ctx.tensor(ins, 0)
+    run_time = any(isinstance(v, Expr) for v in ins[1:3]) and "starts" not in node.attrs
+    if run_time:
+        ins = [ins[0], *_run_time_bounds(ctx, node, ins), *ins[3:]]
     starts = _bounds(ctx, node, ins, "starts", 1)
     ends = _bounds(ctx, node, ins, "ends", 2)
     axes = axes_of(ctx, node, ins, 3) or list(range(len(starts)))
@@ -137,6 +140,35 @@ def _slice(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
         idx = ctx.emit(R.arange(PrimValue(as_dim(lo)), PrimValue(as_dim(hi)), 1, "int64"))
         # NOTE: unchecked: 0 <= lo <= hi <= n, so the range holds only valid indices
         out = ctx.emit(R.take(out, idx, a, mode="fast"))
+    return out
+
+
+def _run_time_bounds(ctx: Ctx, node: Node, ins: list[Any]) -> list[Any]:
+    """Slice bounds computed from data, made what ONNX means by them before they are read as
+    dims (which are never negative): a negative bound counts from the end, both are clamped to
+    the axis and the end is at least the start (an empty slice). Step 1 only."""
+    x = ctx.tensor(ins, 0)
+    axes = axes_of(ctx, node, ins, 3)
+    steps = axes_of(ctx, node, ins, 4, "steps")
+    if steps and any(s != 1 for s in steps):
+        for v in ins[1:3]:
+            ctx.needs_constant(v, "Slice's bounds (with a step other than 1)")
+        raise FrontendError("a Slice with bounds computed from data needs step 1")
+    first = dim_values(ctx.expr(ins[1], "int64"))
+    size = first[0] if len(first) == 1 else None
+    if not isinstance(size, int):
+        raise FrontendError("a Slice with bounds computed from data needs a known number of axes")
+    n = ndim(x)
+    extents = [dim_values(x)[a % n] for a in (axes or range(size))]
+    ext = ctx.expr(V.sym_array(extents))
+    zero = const(np.zeros(1, "int64"))
+    out = []
+    for v in ins[1:3]:
+        t = ctx.expr(v, "int64")
+        t = t if dtype(t) == "int64" else ctx.emit(R.astype(t, "int64"))
+        t = ctx.emit(R.where(ctx.emit(R.less(t, zero)), ctx.emit(R.add(t, ext)), t))
+        out.append(ctx.emit(R.minimum(ctx.emit(R.maximum(t, zero)), ext)))
+    out[1] = ctx.emit(R.maximum(out[1], out[0]))
     return out
 
 
