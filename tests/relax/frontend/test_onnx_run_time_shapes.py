@@ -108,3 +108,38 @@ def test_slice_bounds_from_inputs_count_from_the_end_and_clamp() -> None:
     model.graph.initializer.append(onnx.numpy_helper.from_array(_i64(1), "ax"))
     cases = [(-1, 100), (2, 1), (-100, -1), (0, 3), (1, 2), (3, 5)]
     _check(model, [{"x": X, "st": _i64(s), "en": _i64(e)} for s, e in cases])
+
+
+@pytest.mark.parametrize(
+    "onnx_type, dims, make",
+    [
+        (T.FLOAT, ["batch", 5], lambda r, b: np.where(r.random((b, 5)) < 0.4, 0, r.random((b, 5)))),
+        (T.BOOL, [3, "n", 2], lambda r, b: r.random((3, b, 2)) < 0.5),
+        (T.INT32, ["n"], lambda r, b: (r.integers(-2, 3, b)).astype(np.int32)),
+    ],
+    ids=["float-2d", "bool-3d", "int-1d"],
+)
+def test_nonzero_lists_indices_in_row_major_order(onnx_type, dims, make) -> None:
+    node = h.make_node("NonZero", ["x"], ["y"])
+    model = _model(node, [("x", onnx_type, dims)], T.INT64)
+    rng = np.random.default_rng(len(dims))
+    np_type = {T.FLOAT: np.float32, T.BOOL: np.bool_, T.INT32: np.int32}[onnx_type]
+    feeds = [{"x": make(rng, b).astype(np_type)} for b in (1, 4, 37)]
+    feeds.append({"x": np.zeros_like(feeds[0]["x"])})  # no element: a (rank, 0) result
+    _check(model, feeds)
+
+
+def test_nonzero_feeds_a_gather_masked_select() -> None:
+    """``x[x > 0]`` as exported: NonZero, Transpose, GatherND over a run-time count."""
+    nodes = [
+        h.make_node("Greater", ["x", "zero"], ["m"]),
+        h.make_node("NonZero", ["m"], ["i"]),
+        h.make_node("Transpose", ["i"], ["t"]),
+        h.make_node("GatherND", ["x", "t"], ["y"]),
+    ]
+    x_info = h.make_tensor_value_info("x", T.FLOAT, ["b", 4])
+    graph = h.make_graph(nodes, "g", [x_info], [h.make_tensor_value_info("y", T.FLOAT, None)])
+    graph.initializer.append(onnx.numpy_helper.from_array(np.float32(0), "zero"))
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    rng = np.random.default_rng(3)
+    _check(model, [{"x": rng.standard_normal((b, 4)).astype(np.float32)} for b in (1, 6, 50)])

@@ -267,6 +267,7 @@ def shape_of_value(v: Any) -> np.ndarray:
 # the families register themselves
 from kiln.relax.frontend.onnx.ops import (  # noqa: E402
     attention,
+    data_dependent,
     elementwise,
     loss,
     nn,
@@ -281,6 +282,7 @@ __all__ = [
     "Ctx",
     "Node",
     "converter",
+    "data_dependent",
     "elementwise",
     "loss",
     "nn",

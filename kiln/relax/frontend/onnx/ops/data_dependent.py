@@ -1,0 +1,81 @@
+"""Operators whose result shape depends on data values: ``NonZero``.
+
+The count of the result (how many elements are not zero) is computed first and read as a fresh
+symbolic dim when the model runs (`Ctx.run_time_ints`); a kernel then writes the indices into an
+output of that size (``nonzero_kernel``, one serial pass in row-major order, as numpy and
+onnxruntime list them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln.errors import FrontendError
+from kiln.relax import op as R
+from kiln.relax.expr import ShapeExpr, const
+from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dim_values, dtype
+from kiln.relax.op.builtin import call_tir
+from kiln.relax.struct_info import TensorStructInfo
+from kiln.tir import stmt as S
+from kiln.tir.buffer import decl_buffer
+from kiln.tir.expr import IntImm, PrimExpr
+from kiln.tir.expr import Var as TirVar
+from kiln.tir.function import PrimFunc
+
+INT64 = "int64"
+
+
+def nonzero_kernel(x_dims: list[Any], x_dtype: str) -> PrimFunc:
+    """``nonzero(x, out)``: ``out[:, k]`` holds the coordinates of the k-th element of ``x``
+    (row-major order) that is not zero; ``out`` has exactly as many columns as there are."""
+    rank = len(x_dims)
+    shape = [
+        IntImm(INT64, d) if not isinstance(d, PrimExpr) else TirVar(f"n{k}", INT64)
+        for k, d in enumerate(x_dims)
+    ]
+    x_h, out_h = TirVar("x", "handle"), TirVar("out", "handle")
+    xb = decl_buffer(shape, x_dtype, "x")
+    ob = decl_buffer((IntImm(INT64, rank), TirVar("count", INT64)), INT64, "out")
+    at = decl_buffer((IntImm(INT64, 1),), INT64, "at", scope="local")
+    i = TirVar("i", INT64)
+    coords, rest = [], i
+    for d in reversed(shape):
+        coords.insert(0, rest % d)
+        rest = rest // d
+    zero = IntImm(INT64, 0)
+    here = at[zero]
+    stores = [S.BufferStore(ob, c, (IntImm(INT64, k), here)) for k, c in enumerate(coords)]
+    step = S.seq(*stores, S.BufferStore(at, here + 1, (zero,)))
+    test = xb[tuple(coords)].ne(_zero_of(x_dtype))
+    total: PrimExpr = IntImm(INT64, 1)
+    for d in shape:
+        total = total * d
+    loop = S.For(i, zero, total, S.ForKind.SERIAL, S.IfThenElse(test, step, None))
+    body = S.seq(S.BufferStore(at, zero, (zero,)), loop)
+    alloc = S.Allocate(at.data, INT64, (IntImm(INT64, 1),), True, S.DeclBuffer(at, body))
+    return PrimFunc((x_h, out_h), alloc, buffer_map={x_h: xb, out_h: ob})
+
+
+def _zero_of(dt: str) -> Any:
+    from kiln.tir.expr import const as tir_const
+
+    return tir_const(False if dt == "bool" else 0, dt)
+
+
+@converter("NonZero")
+def _nonzero(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    x = ctx.tensor(ins, 0)
+    x_dims = dim_values(x)
+    if not x_dims:
+        raise FrontendError("NonZero of a scalar is not supported (give it one dim)")
+    dt = dtype(x)
+    mask = x
+    if dt != "bool":
+        mask = ctx.emit(R.not_equal(x, const(np.zeros((), dtype=np.dtype(dt)))))
+    count = ctx.emit(R.sum(ctx.emit(R.astype(mask, INT64))))
+    (n,) = ctx.run_time_ints(ctx.emit(R.reshape(count, ShapeExpr([1]))), "NonZero's count")
+    gv = ctx.imp.bb.add_func(nonzero_kernel(x_dims, dt), "nonzero")
+    out = TensorStructInfo([IntImm(INT64, len(x_dims)), n], INT64)
+    return ctx.emit(call_tir(gv, [x], out))
