@@ -120,6 +120,8 @@ def merge(mods: dict[str, Any]) -> Any:
         attrs = dict(f.attrs.items()) if f.attrs else {}
         attrs["global_symbol"] = name
         funcs[GlobalVar(name)] = replace(f, attrs=as_attrs(attrs))
+        # a case's own kernels (NonZero's) keep their names: such a case is built alone
+        funcs.update({gv: g for gv, g in mod.items() if gv.name_hint != "main"})
     return IRModule(funcs)
 
 
@@ -147,6 +149,13 @@ def run_kiln(vm: Any, name: str, case: dict[str, Any]) -> str:
 def build_all(mods: dict[str, Any], exec_mode: str, fail: Any) -> dict[str, Any]:
     """A VM per case: the whole group built as one library; when that fails, each half on its
     own (bisecting down to the case that does not build, reported through ``fail``)."""
+    alone = [n for n, m in mods.items() if len(m.functions) > 1 and len(mods) > 1]
+    if alone:  # its helper functions' names could clash with another case's
+        out = {}
+        for n in alone:
+            out.update(build_all({n: mods[n]}, exec_mode, fail))
+        rest = {n: m for n, m in mods.items() if n not in alone}
+        return {**out, **(build_all(rest, exec_mode, fail) if rest else {})}
     try:
         vm = build(merge(mods), exec_mode)
         return {fn: vm for fn in mods}
