@@ -454,6 +454,14 @@ class CodeGenCHost(CodeGenC):
         )
         return c_any(kind, self.expr(a))
 
+    def call_anylist_heap_load(self, e: E.Call) -> str:
+        item, slot = e.args
+        if not is_op(item, "anylist_getitem"):
+            raise CodegenError(f"{self.fn.label}: anylist_heap_load reads an any-list item")
+        lst, index = item.args  # type: ignore[attr-defined]
+        item_c = c_getitem(self.expr(lst), self.expr(index))
+        return f"kiln_vm_heap_load(&{item_c}, {self.expr(slot)})"
+
     def call_anylist_getitem(self, e: E.Call) -> str:
         raise CodegenError(f"{self.fn.label}: anylist_getitem is only valid as a packed argument")
 

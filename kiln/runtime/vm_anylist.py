@@ -49,6 +49,9 @@ TVMFFIAny*);``. The helpers return 0, or -1 with a tvm-ffi error raised: the ``_
 function must then return -1 at once (the VM releases the frame). Arguments, by TIR value:
 
 - ``anylist_getitem(l, i)``: ``KILN_ANYLIST_GET(l, i)``, the item itself (not a copy);
+- ``anylist_heap_load(anylist_getitem(l, i), slot)``, an integer: ``kiln_vm_heap_load(
+  &KILN_ANYLIST_GET(l, i), slot)``, int64 ``slot`` of the shape heap that item holds (a dim
+  passed to a kernel called directly);
 - an integer: ``(TVMFFIAny){.type_index = kTVMFFIInt, .v_int64 = (int64_t)(e)}``; a bool:
   ``kTVMFFIBool`` the same way; a float: ``kTVMFFIFloat`` with ``.v_float64``;
 - a handle (``ctx_ptr``): ``kTVMFFIOpaquePtr`` with ``.v_ptr``, or ``kTVMFFINone`` when NULL;

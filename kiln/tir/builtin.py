@@ -57,6 +57,8 @@ _TABLE: dict[str, tuple[CallEffect, int]] = {
     # the buffer's end (a prefetch never faults and is never dereferenced)
     "prefetch": (_R, 1),  # every lane of a bool vector is true (LowerIntrin's lane guards)
     "anylist_getitem": (_R, 2),
+    # ``anylist_heap_load(anylist_getitem(l, i), slot)``: int64 ``slot`` of the shape heap there
+    "anylist_heap_load": (_R, 2),
     "anylist_resetitem": (_U, 2),
     "anylist_setitem_call_packed": (_O, -1),
     "anylist_setitem_call_cpacked": (_O, -1),

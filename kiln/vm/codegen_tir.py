@@ -10,7 +10,9 @@ statement ``call_packed("name", args...)``. Kernels of the module are called dir
 ``anylist_setitem_call_cpacked`` / ``call_cpacked`` with their symbol and a trailing null
 resource handle (TVM's convention; the C code generator drops it); other graph functions and
 closures through ``vm.builtin.invoke_closure(ctx_ptr, function, args...)``; builtins taking the
-context with ``ctx_ptr`` first. ``If`` reads its condition with ``vm.builtin.read_if_cond`` and
+context with ``ctx_ptr`` first. A kernel called through ``vm.builtin.call_tir_dyn`` with a
+shape ``make_shape`` built from the heap is called directly too, its dims read from the heap
+(``anylist_heap_load``); a ``make_shape`` nothing else reads is not emitted. ``If`` reads its condition with ``vm.builtin.read_if_cond`` and
 both branches copy their value into one merge register; the result is copied into register n.
 
 The C code generator prints these calls in the form of the runtime's any-list contract
@@ -28,6 +30,7 @@ from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.op import Op
+from kiln.relax.analysis.free_vars import use_counts
 from kiln.relax.expr import (
     Call,
     Constant,
@@ -44,7 +47,7 @@ from kiln.relax.expr import (
     TupleGetItem,
     Var,
 )
-from kiln.runtime.vm_builtins import builtin, takes_ctx
+from kiln.runtime.vm_builtins import MakeCode, builtin, takes_ctx
 from kiln.runtime.vm_format import VMTIR_PREFIX, DTypeConst, FuncKind, ShapeConst
 from kiln.tir import stmt as S
 from kiln.tir.expr import Call as TirCall
@@ -57,6 +60,8 @@ from kiln.vm.functions import callee_of, is_vm_function, is_void, table_entry, v
 from kiln.vm.registers import Registers
 
 COPY = builtin("copy").name
+CALL_TIR_DYN = builtin("call_tir_dyn").name
+MAKE_SHAPE = builtin("make_shape").name
 MAKE_TUPLE = builtin("make_tuple").name
 TUPLE_GETITEM = builtin("tuple_getitem").name
 INVOKE_CLOSURE = builtin("invoke_closure").name
@@ -93,6 +98,10 @@ class FunctionCodegen:
         self.regs = Registers(len(func.params), result_register=True)
         self.values: dict[int, PrimExpr | None] = {}
         self.stack: list[list[S.Stmt]] = []
+        self.shapes: dict[int, Call] = {}
+        """``make_shape`` calls by the id of their variable (see `direct_dyn_call`)."""
+        self.skipped: set[int] = set()
+        """Variables of ``make_shape`` calls only direct kernel calls read: never made."""
 
     def generate(self) -> PrimFunc:
         name = vm_function_name(self.gv, self.func)
@@ -153,16 +162,64 @@ class FunctionCodegen:
         return method(e)
 
     def visit_SeqExpr(self, s: SeqExpr) -> PrimExpr | None:
+        self.find_direct_shapes(s)
         for block in s.blocks:
             for b in block.bindings:
+                if id(b.var) in self.skipped:
+                    continue
                 # a match_cast was checked by VMShapeLower: here it only names its value
                 self.values[id(b.var)] = self.visit(b.value)
         return self.visit(s.body)
+
+    def find_direct_shapes(self, s: SeqExpr) -> None:
+        """Record the ``make_shape`` bindings of ``s``; those only kernel calls through
+        ``call_tir_dyn`` read (`direct_dyn_call`) are skipped."""
+        direct: dict[int, int] = {}
+        for block in s.blocks:
+            for b in block.bindings:
+                v = b.value
+                if _is_call_of(v, MAKE_SHAPE):
+                    self.shapes[id(b.var)] = v
+                elif _is_call_of(v, CALL_TIR_DYN) and self.direct_ok(v):
+                    direct[id(v.args[-1])] = direct.get(id(v.args[-1]), 0) + 1
+        uses = use_counts(s)
+        self.skipped |= {k for k, n in direct.items() if uses.get(k) == n}
+
+    def direct_ok(self, call: Call) -> bool:
+        shape = call.args[-1]
+        kernel = call.args[0]
+        return (
+            isinstance(shape, Var)
+            and id(shape) in self.shapes
+            and isinstance(kernel, GlobalVar)
+            and callee_of(self.mod, kernel).kind == "kernel"
+        )
+
+    def direct_dyn_call(self, call: Call) -> None:
+        """``call_tir_dyn(kernel, args..., shape)`` of a kernel of the module, ``shape`` made by
+        ``make_shape`` from the heap: the kernel called directly, its dims read from the heap
+        (no shape object, no builtin between). NOTE: 12 of a dynamic GPT-2's 80 builtin calls
+        per inference were such shapes."""
+        kernel, *args, shape = call.args
+        heap, _, *codes = self.shapes[id(shape)].args
+        heap_item = self.arg(heap)
+        ints: list[PrimExpr] = []
+        for code, value in zip(codes[::2], codes[1::2]):
+            v = value.value.value  # type: ignore[attr-defined]
+            if code.value.value == MakeCode.USE_IMM:  # type: ignore[attr-defined]
+                ints.append(IntImm(I64, v))
+            else:
+                ints.append(tir_call(I64, "anylist_heap_load", heap_item, IntImm(I64, v)))
+        callee = callee_of(self.mod, kernel)
+        self.cpacked(callee.name, [*(self.arg(a) for a in args), *ints], None)
 
     def visit_Call(self, call: Call) -> PrimExpr | None:
         op = call.op
         if isinstance(op, Op):
             return self.visit_op_call(call, op)
+        if _is_call_of(call, CALL_TIR_DYN) and self.direct_ok(call):
+            self.direct_dyn_call(call)
+            return None
         dst = None if is_void(call) else self.regs.new()
         args = [self.arg(a) for a in call.args]
         callee = callee_of(self.mod, op)
@@ -246,6 +303,10 @@ class FunctionCodegen:
 
     def visit_Function(self, f: Function) -> PrimExpr:
         raise CodegenError("VM codegen: a local function is left; run LambdaLift first")
+
+
+def _is_call_of(e: Any, name: str) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, ExternFunc) and e.op.global_symbol == name
 
 
 def codegen_tir(mod: IRModule, builder: ExecBuilder) -> IRModule:

@@ -15,6 +15,7 @@ from kiln.runtime.vm_builtins import BUILTINS, builtin_index
 from kiln.runtime.vm_runtime import load_vm_runtime
 from kiln.script import ir as I
 from kiln.script import relax as R
+from kiln.script import tir as T
 from kiln.vm import EXEC_MODES
 from tests.vm.harness import machine
 
@@ -70,3 +71,38 @@ def test_guarded_checks_raise_the_builtins_errors_in_both_modes(x, kind, message
 def test_good_input_passes_the_guards(exec_mode: str) -> None:
     x = np.arange(64, dtype="float32").reshape(4, 16)
     np.testing.assert_array_equal(machine(Static, exec_mode)["main"](x).numpy(), x + x)
+
+
+@I.ir_module
+class Symbolic:
+    @R.function
+    def main(x: R.Tensor(("b", "s", 16), "float32"), w: R.Tensor((16, 24), "float32")) -> R.Tensor(
+        ("b", "s", 24), "float32"
+    ):
+        b = T.int64()
+        s = T.int64()
+        with R.dataflow():
+            f = R.reshape(x, R.shape([b * s, 16]))
+            y = R.nn.softmax(R.matmul(f, w), axis=-1)
+            z = R.reshape(y, R.shape([b, s, 24]))
+            R.output(z)
+        return z
+
+
+def test_kernels_with_symbolic_dims_are_called_directly_with_dims_from_the_heap() -> None:
+    """Compiled mode calls a kernel with symbolic int parameters itself, reading the dims from
+    the shape heap, not through ``vm.builtin.call_tir_dyn`` and a shape object; bytecode mode
+    keeps the builtin. Both compute softmax at several sizes."""
+    exes = {m: kiln.relax.build(Symbolic, exec_mode=m) for m in EXEC_MODES}
+    body = exes["compiled"].library.inspect_source()
+    body = body[body.index("v_vmtir__main(void* ctx_ptr, void* r, void* c, void* f) {") :]
+    body = body[: body.index("\n}\n")]
+    assert "call_tir_dyn" not in body and "kiln_vm_heap_load(&KILN_ANYLIST_GET(r, " in body
+    w = np.random.default_rng(0).standard_normal((16, 24)).astype("float32")
+    for b, n in ((1, 1), (2, 7), (3, 33)):
+        x = np.random.default_rng(n).standard_normal((b, n, 16)).astype("float32")
+        z = x @ w
+        e = np.exp(z - z.max(-1, keepdims=True))
+        for exe in exes.values():
+            got = kiln.relax.VirtualMachine(exe)["main"](x, w).numpy()
+            np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)

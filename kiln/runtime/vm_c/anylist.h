@@ -162,6 +162,13 @@ static inline const DLTensor* kiln_vm_as_tensor(const TVMFFIAny* x) {
   return x->type_index == kTVMFFIDLTensorPtr ? (const DLTensor*)x->v_ptr : NULL;
 }
 
+/* Slot `slot` of the shape heap in item `x` (the int64 CPU tensor vm.builtin.alloc_shape_heap
+ * made): a dim read where a kernel is called directly with it. */
+static inline int64_t kiln_vm_heap_load(const TVMFFIAny* x, int64_t slot) {
+  const DLTensor* t = kiln_vm_as_tensor(x);
+  return ((const int64_t*)((const char*)t->data + t->byte_offset))[slot];
+}
+
 /* vm.builtin.check_tensor_info(x, ndim, dtype, err_ctx) would pass. */
 static inline int kiln_vm_tensor_ok(const TVMFFIAny* x, int64_t ndim, const TVMFFIAny* dtype) {
   const DLTensor* t = kiln_vm_as_tensor(x);
