@@ -248,16 +248,34 @@ def _merge_pair_step(lin: Linear) -> Linear | None:
         if div_kind is None:
             continue
         c = as_const_int(x.b)
+        whole = x.a
         if c is None:
             other = _symbolic_pair(lin, div_kind, x.a, x.b, m)
         elif c:
             other = _pair(lin, div_kind, x.a, x.b, m * c)  # type: ignore[arg-type]
+            if other is None and div_kind is FloorDiv:
+                other, whole = _pair_through_mod(lin, x.a, c, m * c)
         else:
             continue
         if other is not None:
             kept = {k: v for k, v in lin.terms.items() if k != atom and k != other}
-            return Linear(kept, lin.const).plus(to_linear(x.a).scaled(m))
+            return Linear(kept, lin.const).plus(to_linear(whole).scaled(m))
     return None
+
+
+def _pair_through_mod(lin: Linear, arg: PrimExpr, c: int, coef: int) -> tuple[Any, Any]:
+    """The atom ``(arg % n) // c`` with ``c`` dividing ``n`` and coefficient ``coef``, and its
+    ``arg % n``: it pairs with ``arg % c`` (which is ``(arg % n) % c``, the form the simplifier
+    leaves); ``(None, arg)`` when there is none."""
+    for atom, k in lin.terms.items():
+        e: Any = atom.expr
+        if k != coef or type(e) is not FloorDiv or as_const_int(e.b) != c:
+            continue
+        inner = e.a
+        n = as_const_int(inner.b) if type(inner) is FloorMod else None
+        if n and n % c == 0 and structural_equal(inner.a, arg):
+            return atom, inner
+    return None, arg
 
 
 def _rebuild_mod_step(lin: Linear) -> Linear | None:

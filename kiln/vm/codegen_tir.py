@@ -12,8 +12,9 @@ resource handle (TVM's convention; the C code generator drops it); other graph f
 closures through ``vm.builtin.invoke_closure(ctx_ptr, function, args...)``; builtins taking the
 context with ``ctx_ptr`` first. A kernel called through ``vm.builtin.call_tir_dyn`` with a
 shape ``make_shape`` built from the heap is called directly too, its dims read from the heap
-(``anylist_heap_load``); a ``make_shape`` nothing else reads is not emitted. ``If`` reads its condition with ``vm.builtin.read_if_cond`` and
-both branches copy their value into one merge register; the result is copied into register n.
+(``anylist_heap_load``); a ``make_shape`` nothing else reads is not emitted. ``If`` reads its
+condition with ``vm.builtin.read_if_cond`` and both branches copy their value into one merge
+register; the result is copied into register n.
 
 The C code generator prints these calls in the form of the runtime's any-list contract
 (`kiln.runtime.vm_anylist`), and the PrimFuncs go through the ordinary TIR pipeline with the

@@ -38,6 +38,21 @@ def test_quotient_remainder_pairs_merge() -> None:
     assert len(lin.terms) == 2
 
 
+def test_a_quotient_of_a_remainder_pairs_with_the_smaller_remainder() -> None:
+    """``((f % 384) // 4) * 32 + (f % 4) * 8`` is ``(f % 384) * 8`` (``f % 4`` is
+    ``(f % 384) % 4`` as the simplifier writes it), and with ``(f // 384) * 3072`` it is
+    ``f * 8``: a copy whose loops were fused across a symbolic batch indexes plainly again."""
+    e = (f // 384) * 3072 + ((f % 384) // 4) * 32 + (f % 4) * 8 + i
+    assert structural_equal(from_linear(merge_div_mod(to_linear(e)), INT32), i + f * 8)
+    for kept in (
+        ((f % 384) // 4) * 32 + (f % 3) * 8,  # a remainder by another divisor
+        ((f % 386) // 4) * 32 + (f % 4) * 8,  # 4 does not divide 386
+        ((x % 384) // 4) * 32 + (f % 4) * 8,  # another variable
+        ((f % 384) // 4) * 16 + (f % 4) * 8,  # scales differ
+    ):
+        assert len(merge_div_mod(to_linear(kept)).terms) == 2, kept
+
+
 def test_from_linear_refuses_constants_that_do_not_fit() -> None:
     assert from_linear(Linear({}, 2**31), INT32) is None
     assert from_linear(to_linear(x * -31).plus(Linear({}, 31 * 2**30)), INT32) is None

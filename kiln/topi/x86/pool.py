@@ -16,7 +16,14 @@ whole number of vectors) get the generic reduction schedule.
 from __future__ import annotations
 
 from kiln.te import ComputeOp, Schedule, Stage, Tensor
-from kiln.topi.generic.common import ScheduleContext, extent, fuse_all, num_elements, parallelize
+from kiln.topi.generic.common import (
+    ScheduleContext,
+    extent,
+    fuse_all,
+    inner_points,
+    num_elements,
+    parallelize,
+)
 from kiln.topi.generic.reduction import epilogue_host, point_ns
 from kiln.topi.x86 import common
 
@@ -65,7 +72,7 @@ def schedule_pool_nchwc(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> list[
     assert isinstance(op, ComputeOp)
     ns = point_ns(op)
     points = num_elements(op.axis)
-    parallelize(host, fused, points, ns, ns * (extent(owi) or 1) * (extent(cb) or 1))
+    parallelize(host, fused, points, ns, ns * inner_points(host, fused))
     pool.compute_at(host, fused)
     pn, pc, poh, pow_, pcb = op.axis
     rh, rw = op.reduce_axis
