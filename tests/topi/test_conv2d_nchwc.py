@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+import kiln
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
 from kiln.ir import Target
 from kiln.ir.dtype import DataType
+from kiln.tir.functor import substitute
 from kiln.topi import x86
 from kiln.topi.layout import transform_array
 from kiln.topi.x86.conv2d_nchwc import (
@@ -27,7 +29,14 @@ from kiln.topi.x86.conv2d_nchwc import (
     nchwc_tile,
 )
 from kiln.topi.x86.cpu import cpu_target
-from tests.topi.conftest import fma_accumulators, hot_loop, machine_code, shape_of, vector_spills
+from tests.topi.conftest import (
+    fma_accumulators,
+    hot_loop,
+    loops_of,
+    machine_code,
+    shape_of,
+    vector_spills,
+)
 from tests.topi.test_conv2d import AVX2, conv_ref, needs_avx2
 
 # (n, c, h, w, o, k, stride, padding, dilation, groups, cb, ob)
@@ -146,6 +155,44 @@ def test_symbolic_batch_shares_the_threads_without_guards() -> None:
     func = te.lower(topi.schedule_for([sym], "c"), [xt, ft, sym])
     text = str(func)
     assert "T.parallel(n * " in text and "pragma_parallel_grain" in text
+
+
+@pytest.mark.parametrize("size", [8, 16])
+@pytest.mark.parametrize(
+    "cin, groups, stride", [(3, 1, 2), (16, 16, 1)], ids=["three-channels", "depthwise"]
+)
+def test_symbolic_batch_grain_agrees_with_the_fixed_batch_decision(
+    size: int, cin: int, groups: int, stride: int
+) -> None:
+    """The run-time grain of a symbolic batch's parallel convolution loop is what the
+    fixed-size schedule implies: at a batch whose fixed-size twin runs the convolution in
+    parallel, the symbolic loop's trip count reaches its grain, and not below (the demo CNN's
+    depthwise convolution ran on one thread at batch 8, its static twin on two)."""
+    from kiln.tir.attrs import PARALLEL_GRAIN
+
+    n = te.var("n", "int64")
+    ft = te.placeholder((1, 1, 3, 3, cin // groups, 16), name="f")
+    xt = te.placeholder((n, 1, size, size, cin), name="x")
+    sym = x86.conv2d_nchwc(xt, ft, stride, 1, 1, groups)
+    *_, par = _conv_parallel_loops(te.lower(topi.schedule_for([sym], "c"), [xt, ft, sym]))
+    grain = par.annotations[PARALLEL_GRAIN]
+    one = substitute(par.extent, {n: tir.IntImm("int64", 1)})
+    per_image = kiln.arith.Analyzer().simplify(one).value
+    for batch in (1, 2, 4, 8, 16, 32):
+        xs = te.placeholder((batch, 1, size, size, cin), name="xs")
+        fixed = x86.conv2d_nchwc(xs, ft, stride, 1, 1, groups)
+        loops = _conv_parallel_loops(te.lower(topi.schedule_for([fixed], "c"), [xs, ft, fixed]))
+        assert bool(loops) == (batch * per_image >= grain), (batch, per_image, grain)
+
+
+def _conv_parallel_loops(func: Any) -> list[Any]:
+    """The parallel loops of the last top-level statement (the convolution, after its pad)."""
+    body = func.body
+    while isinstance(body, (tir.Allocate, tir.DeclBuffer)):
+        body = body.body
+    last = body.seq[-1] if isinstance(body, tir.SeqStmt) else body
+    loops = [last, *loops_of(last)] if isinstance(last, tir.For) else loops_of(last)
+    return [lp for lp in loops if lp.kind == tir.ForKind.PARALLEL]
 
 
 def test_tiles_per_shape_and_isa() -> None:

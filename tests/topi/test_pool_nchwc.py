@@ -77,3 +77,26 @@ def test_vector_min_max_propagate_nan() -> None:
     f(av, bv, got_hi, got_lo)
     np.testing.assert_array_equal(got_hi, np.maximum(av, bv))
     np.testing.assert_array_equal(got_lo, np.minimum(av, bv))
+
+
+def test_symbolic_batch_grain_agrees_with_the_fixed_batch_decision() -> None:
+    """A pool over a symbolic batch is parallel from the batch where its fixed-size twin is
+    (the demo CNN's max pool ran on one thread at batch 8, its static twin on two): the grain
+    counts an iteration's points, its row tile's pixels included."""
+    from kiln.tir.attrs import PARALLEL_GRAIN
+    from kiln.tir.functor import substitute
+    from tests.topi.conftest import loops_of
+
+    def parallel(n: object) -> list[tir.For]:
+        x = te.placeholder((n, 1, 32, 32, 16), name="x")
+        y = topi.nn.max_pool2d(x, 2, 2, 0)
+        func = te.lower(topi.schedule_for(y, "c"), [x, y])
+        return [lp for lp in loops_of(func) if lp.kind == tir.ForKind.PARALLEL]
+
+    n = te.var("n", "int64")
+    (par,) = parallel(n)
+    grain = par.annotations[PARALLEL_GRAIN]
+    one = substitute(par.extent, {n: tir.IntImm("int64", 1)})
+    per_image = kiln.arith.Analyzer().simplify(one).value
+    for batch in (1, 2, 4, 8, 16):
+        assert bool(parallel(batch)) == (batch * per_image >= grain), (batch, per_image, grain)
