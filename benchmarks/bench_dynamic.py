@@ -23,8 +23,10 @@ One worker process per (library, thread count) times every (model, size) with
 `kiln.cli.bench_worker.time_calls` (3 warm-up calls, ``--repeat`` timed calls and more until they
 add up to ``--min-seconds``); the parent runs ``--rounds`` rounds of all workers and reports
 medians. Ratios: static / dynamic (1.0 = no cost for dynamic shapes; the bar is >= 0.91, within
-10%) and onnxruntime / kiln dynamic (the bar is >= 1.0). Outputs of both kiln variants must
-match onnxruntime's (rtol = atol = 2e-3), or the run fails.
+10%) and onnxruntime / kiln dynamic (the bar is >= 1.0). A ``paired`` worker also calls the
+dynamic and the static model alternately in one process (`paired_worker`) and reports the ratio
+of their medians: the steadier figure where a machine's speed drifts between processes. Outputs
+of both kiln variants must match onnxruntime's (rtol = atol = 2e-3), or the run fails.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from bench_ops import machine, update_readme  # noqa: E402
 
 LIBS = ("dynamic", "buckets", "static", "onnxruntime")
 KILN_LIBS = ("dynamic", "buckets", "static")
+WORKERS = (*LIBS, "paired")
+"""One process each; ``paired`` times kiln dynamic and static alternately (`paired_worker`)."""
 ALL_MODELS = ("cnn", "resnet50", "bert", "gpt2", "llama")
 IMAGE_SIZES = [(1,), (4,), (8,), (16,)]
 TEXT_SIZES = [(1, 8), (1, 32), (1, 64), (4, 32)]  # the stored models hold 64 positions
@@ -145,6 +149,40 @@ def time_worker(lib: str, threads: int, models: list[str], work: Path, args: Any
             print(json.dumps({**row, "samples": samples}))
 
 
+def paired_worker(threads: int, models: list[str], work: Path, args: Any) -> None:
+    """Dynamic and static alternately in one process, call by call: both see the same machine
+    state (this machine's speed drifts by 20-60% between processes at sizes under 0.1 ms)."""
+    import time
+
+    from kiln.cli.bench_worker import RUNTIMES
+
+    for name in models:
+        for size in sizes(name):
+            with np.load(work / f"{name}-{tag(size)}.npz") as data:
+                feed = {k: data[k] for k in data.files}
+            calls = [
+                RUNTIMES["kiln"](str(work / f), feed, threads)
+                for f in (f"{name}-dynamic.so", f"{name}-static-{tag(size)}.so")
+            ]
+            for call in calls * 3:
+                call()
+            t0 = time.perf_counter()
+            calls[0]()
+            calls[1]()
+            pairs = max(args.repeat, math.ceil(2 * args.min_seconds / (time.perf_counter() - t0)))
+            dyn, sta = [], []
+            for _ in range(pairs):
+                t0 = time.perf_counter()
+                calls[0]()
+                t1 = time.perf_counter()
+                calls[1]()
+                dyn.append(t1 - t0)
+                sta.append(time.perf_counter() - t1)
+            row = {"model": name, "size": tag(size), "threads": threads}
+            print(json.dumps({**row, "lib": "paired-dynamic", "samples": dyn}))
+            print(json.dumps({**row, "lib": "paired-static", "samples": sta}))
+
+
 def bucketed(path: Path, name: str, feed: dict[str, np.ndarray]) -> Any:
     """A call of ``name`` compiled with its sizes as buckets (from kiln's model cache)."""
     import kiln
@@ -158,11 +196,11 @@ def collect(args: Any, models: list[str], threads: list[int], work: Path) -> dic
     samples: dict[tuple, list[float]] = {}
     for _ in range(args.rounds):
         for n in threads:
-            for lib in LIBS:
+            for lib in WORKERS:
                 cmd = [sys.executable, __file__, "--worker", lib, "--threads", str(n),
                        "--models", ",".join(models), "--work", str(work), "--repeat",
                        str(args.repeat), "--min-seconds", str(args.min_seconds)]  # fmt: skip
-                env = worker_env("kiln" if lib in KILN_LIBS else lib, n)
+                env = worker_env("kiln" if lib in (*KILN_LIBS, "paired") else lib, n)
                 done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
                 if done.returncode:
                     raise SystemExit(f"{lib} worker ({n} threads) failed:\n{done.stderr[-3000:]}")
@@ -187,9 +225,9 @@ def check_outputs(models: list[str], threads: list[int], work: Path) -> None:
 def table(models: list[str], threads: list[int], samples: dict) -> str:
     lines = [
         "| model | size | threads | kiln dynamic (ms) | kiln buckets (ms) | kiln static (ms) "
-        "| onnxruntime (ms) | static / dynamic | static / buckets | onnxruntime / dynamic "
-        "| onnxruntime / buckets |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| onnxruntime (ms) | static / dynamic | static / dynamic, paired | static / buckets "
+        "| onnxruntime / dynamic | onnxruntime / buckets |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in models:
         for size in sizes(name):
@@ -197,10 +235,12 @@ def table(models: list[str], threads: list[int], samples: dict) -> str:
                 ms = {lib: statistics.median(samples[(name, tag(size), lib, n)]) * 1e3
                       for lib in LIBS}  # fmt: skip
                 dyn, bkt, ort = ms["dynamic"], ms["buckets"], ms["onnxruntime"]
+                pair = [statistics.median(samples[(name, tag(size), f"paired-{k}", n)])
+                        for k in ("static", "dynamic")]  # fmt: skip
                 lines.append(
                     f"| {name} | {tag(size)} | {n} | {dyn:.3f} | {bkt:.3f} | {ms['static']:.3f} "
-                    f"| {ort:.3f} | {ms['static'] / dyn:.2f} | {ms['static'] / bkt:.2f} "
-                    f"| {ort / dyn:.2f} | {ort / bkt:.2f} |"
+                    f"| {ort:.3f} | {ms['static'] / dyn:.2f} | {pair[0] / pair[1]:.2f} "
+                    f"| {ms['static'] / bkt:.2f} | {ort / dyn:.2f} | {ort / bkt:.2f} |"
                 )
     return "\n".join(lines)
 
@@ -213,11 +253,14 @@ def main() -> None:
     p.add_argument("--min-seconds", type=float, default=0.3)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--markdown", type=Path)
-    p.add_argument("--worker", choices=LIBS)
+    p.add_argument("--worker", choices=WORKERS)
     p.add_argument("--work", type=Path)
     args = p.parse_args()
     models = args.models.split(",")
     threads = [int(t) for t in args.threads.split(",")]
+    if args.worker == "paired":
+        paired_worker(threads[0], models, args.work, args)
+        return
     if args.worker:
         time_worker(args.worker, threads[0], models, args.work, args)
         return
