@@ -117,7 +117,7 @@ def _reshape_run_time(ctx: Ctx, x: Expr, target: Expr, allowzero: bool) -> Any:
     the element count checked when the model runs (a ``match_cast`` of the flattened input)."""
     if dtype(target) != "int64":
         target = ctx.emit(R.astype(target, "int64"))
-    n = len(dims(target)) and dim_values(target)[0]
+    n = dim_values(target)[0] if len(dims(target)) == 1 else None
     x_dims = dim_values(x)
     total: Any = 1
     for d in x_dims:
