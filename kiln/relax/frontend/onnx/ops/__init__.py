@@ -171,15 +171,17 @@ class Ctx:
         return [x if new is None else self.cast_dims(x, new) for x, new in zip(xs, agreed)]
 
     def out_name(self) -> str:
-        """The node's first output as an identifier (``v`` when it has none)."""
+        """The node's first output and its op type as an identifier (``y_Reshape``; ``v`` for
+        no node): the names of the values behind a run-time check, which its error names."""
         outs = self.node.outputs if self.node else ()
-        return ident(outs[0] if outs else "", "v")
+        name = ident(outs[0] if outs else "", "v")
+        return f"{name}_{self.node.op_type}" if self.node else name
 
     def run_time_ints(
         self, v: Expr, what: str, expect: list[PrimExpr | None] | None = None
     ) -> list[PrimExpr]:
         """The values of ``v``, a 1-D integer tensor of known length or an integer scalar,
-        known only when the model runs: fresh symbolic ints (``<output>_<what>_<i>``) bound
+        known only when the model runs: fresh symbolic ints (``<output>_<op>_<what>_<i>``) bound
         to them then (``vm.builtin.tensor_to_shape`` matched to new dims), so what they size
         keeps a known rank and symbolic dims. Where ``expect`` gives a value, the run-time
         value is checked against it instead (a ``ValueError`` naming the node's output)."""
