@@ -22,6 +22,7 @@ from kiln.tir import stmt as S
 from kiln.tir.buffer import decl_buffer
 from kiln.tir.expr import IntImm, PrimExpr
 from kiln.tir.expr import Var as TirVar
+from kiln.tir.expr import const as tir_const
 from kiln.tir.function import PrimFunc
 
 INT64 = "int64"
@@ -48,7 +49,7 @@ def nonzero_kernel(x_dims: list[Any], x_dtype: str) -> PrimFunc:
     here = at[zero]
     stores = [S.BufferStore(ob, c, (IntImm(INT64, k), here)) for k, c in enumerate(coords)]
     step = S.seq(*stores, S.BufferStore(at, here + 1, (zero,)))
-    test = xb[tuple(coords)].ne(_zero_of(x_dtype))
+    test = xb[tuple(coords)].ne(tir_const(False if x_dtype == "bool" else 0, x_dtype))
     total: PrimExpr = IntImm(INT64, 1)
     for d in shape:
         total = total * d
@@ -56,12 +57,6 @@ def nonzero_kernel(x_dims: list[Any], x_dtype: str) -> PrimFunc:
     body = S.seq(S.BufferStore(at, zero, (zero,)), loop)
     alloc = S.Allocate(at.data, INT64, (IntImm(INT64, 1),), True, S.DeclBuffer(at, body))
     return PrimFunc((x_h, out_h), alloc, buffer_map={x_h: xb, out_h: ob})
-
-
-def _zero_of(dt: str) -> Any:
-    from kiln.tir.expr import const as tir_const
-
-    return tir_const(False if dt == "bool" else 0, dt)
 
 
 @converter("NonZero")
