@@ -39,15 +39,18 @@ def _with(idx: tuple[PrimExpr, ...], ax: int, k: Any) -> tuple[PrimExpr, ...]:
     return idx[:ax] + (k,) + idx[ax:]
 
 
-def shifted_exp(x: Tensor, m: Tensor, ax: int, name: str) -> Tensor:
+def shifted_exp(x: Tensor, m: Tensor, ax: int, name: str, valid: int | None = None) -> Tensor:
     """``exp(x - m)`` with the row values ``m`` broadcast along ``ax`` (see the module
-    docstring for float32's clamp)."""
+    docstring for float32's clamp); with ``valid``, zero past the row's first ``valid``
+    entries (a row padded to whole vectors)."""
 
     def f(*i: PrimExpr) -> PrimExpr:
         v, mv = x[i], m[_without(i, ax)]
         if x.dtype.bits == 32:
-            return exp_nonpositive(Max(v, mv + fconst(EXP_LO, x.dtype)) - mv)
-        return tir_op.math("exp", v - mv)
+            e = exp_nonpositive(Max(v, mv + fconst(EXP_LO, x.dtype)) - mv)
+        else:
+            e = tir_op.math("exp", v - mv)
+        return e if valid is None else tir_op.select(i[ax] < valid, e, fconst(0.0, x.dtype))
 
     return te.compute(x.shape, f, name=name, tag=tag.BROADCAST, attrs=tag.attrs_for(tag.BROADCAST))
 

@@ -14,6 +14,11 @@ no more than one block of scores exists at a time:
    - ``<name>_pv`` accumulates a ``rows x cols`` tile of ``exp @ v`` in registers, and the
      output divides it by the row sums.
 
+The query rows are padded to whole blocks of `ROWS` (the rows past the end read the last query
+row again; their results are never stored) and the keys to whole score tiles (`_key_cols`: the
+padded keys are zero, their scores the lowest float and their exponentials zero), so every
+stage runs whole register tiles and whole vectors for any length, a ViT's prime 197 tokens too.
+
 The normalization is applied to the ``rows x E`` product instead of the ``rows x T``
 probabilities (one division per output instead of per score). A row whose every score is
 ``-inf`` (a fully masked row) weighs every value equally, as `kiln.topi.nn.softmax` does (the
@@ -26,6 +31,7 @@ from typing import Any
 
 from kiln import te
 from kiln.te import Schedule, Tensor
+from kiln.tir import op as tir_op
 from kiln.topi.generic.common import ScheduleContext, register_schedule
 from kiln.topi.generic.nn import SOFTMAX_ACC_FACTOR, exp_in_row, reduce_in_row
 from kiln.topi.nn.attention import check_attention, read_bias
@@ -33,7 +39,7 @@ from kiln.topi.nn.softmax import row_reduce, shifted_exp
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int, fconst
 from kiln.topi.x86 import common
-from kiln.topi.x86.cpu import cpu_target, lanes
+from kiln.topi.x86.cpu import cpu_target, lanes, round_up
 
 ATTENTION = "x86_attention"
 """Tag of the output stage; its attrs hold the other stages (``parts``) and the block size."""
@@ -51,9 +57,17 @@ ACCUMULATORS = 24
 """Vector registers a register tile may hold (of 32 with AVX-512; GCC spills beyond)."""
 
 
-def _row_block(n: int, most: int) -> int:
-    """The largest block of at most ``most`` rows that divides ``n`` (1 at worst)."""
-    return next(r for r in range(min(most, n), 0, -1) if n % r == 0)
+def _key_cols(t: int, rows: int, lanes: int) -> int:
+    """Columns of a ``rows``-row register tile of the score product over ``t`` keys: the whole
+    vectors (at most `ACCUMULATORS` in the tile) that pad ``t`` least, counting a tile too
+    narrow to keep the FMA units busy (fewer FMAs than loads per step) as wider work."""
+    most = max(1, ACCUMULATORS // rows)
+
+    def cost(v: int) -> tuple[float, int]:
+        padded = round_up(t, v * lanes)
+        return padded * max(rows * v, rows + v) / (rows * v), -v
+
+    return min(range(1, most + 1), key=cost) * lanes
 
 
 def _cols(n: int, rows: int, lanes: int) -> int:
@@ -64,23 +78,44 @@ def _cols(n: int, rows: int, lanes: int) -> int:
     return (fits[0] if fits else most) * lanes
 
 
-def _scores(q: Tensor, k: Tensor, bias: Tensor | None, scale: float, name: str) -> dict[str, Any]:
-    """The transposed key, the register-tiled product and the scaled, biased scores."""
+def _clamped(i: Any, n: int, padded: int) -> Any:
+    """Index ``i`` of a padded axis read from an axis of ``n``: the rows past the end read the
+    last row again (their results are never stored)."""
+    return i if padded == n else tir_op.min_(i, n - 1)
+
+
+def _scores(
+    q: Tensor, k: Tensor, bias: Tensor | None, scale: float, name: str, pad: tuple[int, int]
+) -> dict[str, Any]:
+    """The transposed key, the register-tiled product and the scaled, biased scores, over
+    ``pad`` (query rows, keys): whole row blocks and whole column tiles. The key's padding is
+    zero and the padded keys' scores are ``-inf``."""
     nb = q.ndim - 2
     *batch, s, d = q.shape
     t = k.shape[-2]
-    kt = _part((*batch, d, t), lambda *i: k[(*i[:nb], i[nb + 1], i[nb])], f"{name}_kt")
+    (s, t), (sp, tp) = (const_int(s), const_int(t)), pad
+
+    def key(*i: Any) -> Any:
+        value = k[(*i[:nb], _clamped(i[nb + 1], t, tp), i[nb])]
+        return value if tp == t else tir_op.select(i[nb + 1] < t, value, fconst(0.0, k.dtype))
+
+    kt = _part((*batch, d, tp), key, f"{name}_kt")
     rd = te.reduce_axis(d, name="d")
     qk = te.compute(
-        (*batch, s, t),
-        lambda *i: te.sum(q[(*i[:nb], i[nb], rd)] * kt[(*i[:nb], rd, i[nb + 1])], axis=rd),
+        (*batch, sp, tp),
+        lambda *i: te.sum(
+            q[(*i[:nb], _clamped(i[nb], s, sp), rd)] * kt[(*i[:nb], rd, i[nb + 1])], axis=rd
+        ),
         name=f"{name}_qk",
         attrs=attrs_for(ATTENTION, Pattern.OPAQUE),
     )
 
     def score_of(*i: Any) -> Any:
         value = qk[i] * fconst(scale, q.dtype)
-        return value if bias is None else value + read_bias(bias, i)
+        if bias is not None:
+            at = (*i[:nb], _clamped(i[nb], s, sp), _clamped(i[nb + 1], t, tp))
+            value = value + read_bias(bias, at)
+        return value if tp == t else tir_op.select(i[nb + 1] < t, value, tir_op.min_value(q.dtype))
 
     return {"kt": kt, "qk": qk, "score": _part(qk.shape, score_of, f"{name}_score")}
 
@@ -93,29 +128,42 @@ def attention(
     q, k, v, bias, scale = check_attention(q, k, v, bias, scale)
     if any(const_int(d) is None for t in (q, k, v) for d in t.shape):
         return None
-    parts = _scores(q, k, bias, scale, name)
+    s, t = const_int(q.shape[-2]), const_int(k.shape[-2])
+    width = lanes(cpu_target(target), q.dtype)
+    rows = min(ROWS, s)
+    qk_cols = _key_cols(t, rows, width)
+    pad = (round_up(s, rows), round_up(t, qk_cols))
+    parts = _scores(q, k, bias, scale, name, pad)
     row, score = q.ndim - 1, parts["score"]
     mx = row_reduce(score, row, te.max, f"{name}_max")
-    ex = shifted_exp(score, mx, row, f"{name}_exp")
+    ex = shifted_exp(score, mx, row, f"{name}_exp", valid=t)
     total = row_reduce(ex, row, te.sum, f"{name}_sum")
-    rp = te.reduce_axis(k.shape[-2], name="j")
+    rp = te.reduce_axis(t, name="j")
     nb = q.ndim - 2
     pv = te.compute(
-        (*q.shape[:-1], v.shape[-1]),
+        (*q.shape[:-2], pad[0], v.shape[-1]),
         lambda *i: te.sum(ex[(*i[:-1], rp)] * v[(*i[:nb], rp, i[-1])], axis=rp),
         name=f"{name}_pv",
         attrs=attrs_for(ATTENTION, Pattern.OPAQUE),
     )
     parts.update(max=mx, exp=ex, sum=total, pv=pv)
-    rows = _row_block(const_int(q.shape[-2]) or 1, ROWS)
-    width = lanes(cpu_target(target), q.dtype)
-    qk_cols, pv_cols = (_cols(const_int(x) or 1, rows, width) for x in (k.shape[-2], v.shape[-1]))
+    pv_cols = _cols(const_int(v.shape[-1]) or 1, rows, width)
     attrs = attrs_for(
         ATTENTION, Pattern.OPAQUE, parts=parts, rows=rows, qk_cols=qk_cols, pv_cols=pv_cols,
     )  # fmt: skip
     return te.compute(
-        pv.shape, lambda *i: pv[i] / total[i[:-1]], name=name, tag=ATTENTION, attrs=attrs
+        (*q.shape[:-1], v.shape[-1]),
+        lambda *i: pv[i] / total[i[:-1]],
+        name=name,
+        tag=ATTENTION,
+        attrs=attrs,
     )
+
+
+def _row_partials(n: int, lanes: int, most: int) -> int:
+    """Partial results of a row reduction over ``n`` padded scores: the most whole vectors, up
+    to ``most`` lanes, that divide ``n`` (a partial count that does not would widen the row)."""
+    return max(v for v in range(lanes, most + 1, lanes) if n % v == 0)
 
 
 def _tile_product(sch: Schedule, acc: Tensor, host: Any, at: Any) -> None:
@@ -146,10 +194,11 @@ def schedule_attention(sch: Schedule, out: Tensor, ctx: ScheduleContext) -> None
     common.vectorize(o, ji)
     block = batch[-1] if batch else io
     _tile_product(sch, p["pv"], o, jo)
-    reduce_in_row(sch, p["sum"], o, block, SOFTMAX_ACC_FACTOR * acc_lanes, lanes)
+    partials = _row_partials(const_int(p["score"].shape[-1]), lanes, SOFTMAX_ACC_FACTOR * acc_lanes)
+    reduce_in_row(sch, p["sum"], o, block, partials, lanes)
     # NOTE: the output reads neither; the block loop holds every reader (the sums, the product)
     ex = exp_in_row(sch, p["exp"], o, block, lanes)
-    reduce_in_row(sch, p["max"], ex, ex.op.axis[-2], SOFTMAX_ACC_FACTOR * acc_lanes, lanes)
+    reduce_in_row(sch, p["max"], ex, ex.op.axis[-2], partials, lanes)
     sc = sch[p["score"]]
     sc.compute_at(ex, ex.leaf_iter_vars[0])
     *_, si, sj = sc.op.axis
