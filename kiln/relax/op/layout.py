@@ -9,8 +9,8 @@ boundary, and for weights, where `FoldConstant` evaluates it at compile time).
 ``matmul_packed(x, panels, units)`` is ``x @ w`` for a ``K x units`` matrix ``w`` already packed
 into column panels ``layout_transform(w, "KN", "NK<cols>n")`` (shape ``[panels, K, cols]``,
 zero-padded past ``units`` columns): the CPU kernel of `kiln.topi.x86.dense` reads the panels
-as they are instead of packing ``w`` on every call. ``x`` has rank 1 to 3 (leading axes are
-batches). Pattern ``OUT_ELEMWISE_FUSABLE``.
+as they are instead of packing ``w`` on every call. ``x`` has rank 1 or more (leading axes
+are batches). Pattern ``OUT_ELEMWISE_FUSABLE``.
 """
 
 from __future__ import annotations
@@ -89,10 +89,10 @@ def _infer_matmul_packed(call: Call, ctx: Any) -> StructInfo:
     x, p = tensor_sinfo(call, 0, "x"), tensor_sinfo(call, 1, "panels")
     dtype = same_dtype(call, [x, p])
     units = call.attrs["units"]
-    if p.ndim not in (-1, 3) or x.ndim == 0 or x.ndim > 3:
+    if p.ndim not in (-1, 3) or x.ndim == 0:
         raise fail(
             call,
-            f"needs x of rank 1 to 3 and panels [panels, K, cols], got {describe(call.args[0])}"
+            f"needs x of rank 1 or more and panels [panels, K, cols], got {describe(call.args[0])}"
             f" and {describe(call.args[1])}",
         )
     if x.dims is None or p.dims is None:

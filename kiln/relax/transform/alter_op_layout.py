@@ -22,8 +22,8 @@ external or a ``Compiler`` function (other blocks are left alone):
   exports -- reads it converted back to NCHW: one ``layout_transform`` per value, bound to the
   value's own variable, so conversions happen at the chain's boundary only and callers see the
   model's layouts.
-- ``matmul(x, w)`` with ``w`` a 2-D `Constant` (``K x N``) and ``x`` of rank 2 or 3 (its
-  leading dims may be symbolic: tokens, batch) becomes
+- ``matmul(x, w)`` with ``w`` a 2-D `Constant` (``K x N``) and ``x`` of rank 2 or more (its
+  leading dims may be symbolic: tokens, batch; a Linear over NHWC images) becomes
   ``matmul_packed(x, layout_transform(w, "KN", "NK<cols>n"), N)`` with the
   column panels of the register tile `kiln.topi.x86.cpu.matmul_tile` picks, packed once by
   `FoldConstant` instead of by the kernel on every call.
@@ -280,7 +280,7 @@ class _Alter(ExprMutator):
         if not isinstance(w, Constant) or xd is None or wd is None or len(wd) != 2:
             return None
         dtype = x.struct_info_.dtype  # type: ignore[union-attr]
-        if len(xd) not in (2, 3) or call.struct_info_.dtype != dtype:  # type: ignore[union-attr]
+        if len(xd) < 2 or call.struct_info_.dtype != dtype:  # type: ignore[union-attr]
             return None
         k, units = wd
         rows = xd[-2] if isinstance(xd[-2], int) else TILE_ROWS

@@ -31,9 +31,9 @@ def check_packed(x: Any, panels: Any, units: int) -> tuple[Tensor, Tensor, int]:
         check_numeric(op, t)
     if x.dtype != panels.dtype:
         raise IRError(f"{op}: x and panels have different dtypes ({x.dtype}, {panels.dtype})")
-    if panels.ndim != 3 or not 1 <= x.ndim <= 3:
+    if panels.ndim != 3 or x.ndim < 1:
         raise IRValueError(
-            f"{op}: needs x of rank 1 to 3 and panels [panels, K, cols]; got x {x.name!r} "
+            f"{op}: needs x of rank 1 or more and panels [panels, K, cols]; got x {x.name!r} "
             f"{show_shape(x)} and panels {panels.name!r} {show_shape(panels)}"
         )
     npanels, k, cols = (const_int(d) for d in panels.shape)

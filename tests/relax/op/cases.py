@@ -553,6 +553,16 @@ LAYOUT = [
         name="batched",
     ),
     Case(
+        "relax.matmul_packed",
+        lambda x, p: R.matmul_packed(x, p, 10),
+        [f32(2, 3, 5, 6), transform_array(W_KN, "KN", "NK8n")],
+        lambda x, p: x @ W_KN,
+        sym=[[0, 2], []],
+        rtol=1e-5,
+        atol=1e-5,
+        name="images",
+    ),
+    Case(
         "relax.nn.conv2d",
         lambda x, w: R.nn.conv2d(
             x,
