@@ -153,7 +153,10 @@ def concatenate(tensors: Any, axis: int = 0, name: str = "T_concat") -> Tensor:
         assert value is not None
         return value
 
-    return _injective(tuple(shape), f, name)
+    if len(items) == 1 or ax == first.ndim - 1:
+        return _injective(tuple(shape), f, name)
+    attrs = tag.attrs_for(tag.INJECTIVE, concat_axis=ax)
+    return te.compute(tuple(shape), f, name=name, tag=tag.INJECTIVE, attrs=attrs)
 
 
 def _check_concat_peer(first: Tensor, t: Tensor, ax: int) -> None:

@@ -18,6 +18,8 @@ external or a ``Compiler`` function (other blocks are left alone):
   ``[1, C, 1, 1]`` to the block, a channel-less one reshaped to rank 5, a scalar kept),
   ``max_pool2d`` / ``avg_pool2d`` (``layout="NCHW<b>c"``), reductions over N, H and W with
   ``keepdims``, and ``adaptive_avg_pool2d`` to 1 x 1 (a mean over H and W).
+- ``concat`` over the channels (axis 1) of rank-4 operands, one of them blocked, each with whole
+  blocks of channels: the operands in the first one's block, joined along ``C / <b>``.
 - any other use of a blocked value -- an operator without a blocked form, a value the block
   exports -- reads it converted back to NCHW: one ``layout_transform`` per value, bound to the
   value's own variable, so conversions happen at the chain's boundary only and callers see the
@@ -176,6 +178,8 @@ class _Alter(ExprMutator):
             return None
         if rec.name == "relax.nn.conv2d":
             return self.conv2d(value)
+        if rec.name == "relax.concat":
+            return self.concat(value)
         first = self.blocked.get(id(value.args[0])) if value.args else None
         if rec.family == BINARY_FAMILY:
             return self.broadcast(value)
@@ -252,6 +256,23 @@ class _Alter(ExprMutator):
                 else:
                     return None
         return Call(call.op, tuple(args), call.attrs), block
+
+    def concat(self, call: Call) -> tuple[Expr, int] | None:
+        """A concat over the channels of blocked operands (DenseNet's, SqueezeNet's) stays
+        blocked when every operand's channels are whole blocks: in ``NCHW<b>c`` it joins the
+        channel-block axis, a contiguous copy per operand."""
+        (tup,) = call.args
+        fields = tup.fields if isinstance(tup, Tuple) else ()
+        firsts = [self.blocked[id(f)] for f in fields if id(f) in self.blocked]
+        if not firsts or call.attrs["axis"] % 4 != 1:
+            return None
+        block = firsts[0].block
+        for f in fields:
+            dims = batch_dims(f)
+            if dims is None or len(dims) != 4 or dims[1] % block:
+                return None
+        blocked = Tuple(tuple(self.blocked_input(f, block) for f in fields))
+        return R.concat(blocked, axis=1), block
 
     def window(self, call: Call, name: str, first: _Blocked) -> tuple[Expr, int] | None:
         """Pools and reductions over N, H, W of a blocked operand."""

@@ -24,7 +24,11 @@ from kiln.ir.target import Target
 from kiln.te import AxisVar, Schedule, Stage, Tensor
 from kiln.te.schedule import Fuse, Split
 from kiln.tir.attrs import PARALLEL_GRAIN
+from kiln.tir.transform import loop_partition
 from kiln.topi.utils import const_int, prod
+
+PARTITION = loop_partition.PARTITION.removeprefix("pragma_")
+"""The `kiln.te.Stage.pragma` key asking `kiln.tir.transform.LoopPartition` to split a loop."""
 
 ACCUMULATOR_VECTORS = 2
 """Vector registers of partial results a reduction keeps: two independent chains of adds hide

@@ -12,15 +12,23 @@ the stage is big enough):
   axes are, and the batch is fused with the outer part;
 - otherwise: ``fuse(outer axes)`` / ``last_outer`` / ``last_inner`` with a guarded tail.
 
+A stage that is (or inlines, at its own shape) a concat along an axis other than the last
+(`kiln.topi.transform.concatenate` records ``concat_axis``) keeps that axis a serial loop of its
+own, partitioned where the operand read changes (`kiln.tir.transform.LoopPartition`): each
+operand is then a plain vectorized copy instead of a chain of conditions per element
+(DenseNet's block concat of 24 operands: a 4 ms kernel).
+
 The outer loop runs in parallel when the stage is worth threads (`parallelize`, at
 `NS_PER_ELEMENT` per element; a symbolic shape gets a run-time grain).
 """
 
 from __future__ import annotations
 
-from kiln.te import AxisVar, Schedule, Tensor
+from kiln.te import AxisVar, Schedule, Stage, Tensor
+from kiln.tir.transform.loop_partition import SPLIT
 from kiln.topi.generic.common import (
     NS_PER_ELEMENT,
+    PARTITION,
     ScheduleContext,
     extent,
     fuse_all,
@@ -28,6 +36,7 @@ from kiln.topi.generic.common import (
     num_elements,
     parallelize,
 )
+from kiln.topi.utils import const_int
 
 
 def _batch_rows(axes: list[AxisVar], lanes: int) -> bool:
@@ -35,6 +44,42 @@ def _batch_rows(axes: list[AxisVar], lanes: int) -> bool:
     ``lanes`` elements: each batch entry is then whole vectors."""
     rest = num_elements(axes[1:])
     return len(axes) > 1 and extent(axes[0]) is None and rest is not None and rest % lanes == 0
+
+
+def _same_shape(a: Tensor, b: Tensor) -> bool:
+    return a.ndim == b.ndim and all(
+        x is y or const_int(x) is not None and const_int(x) == const_int(y)
+        for x, y in zip(a.shape, b.shape)
+    )
+
+
+def concat_axis(sch: Schedule, t: Tensor) -> int | None:
+    """The axis of a concat that ``t`` is, or inlines at its own shape, else None."""
+    op = t.op
+    axis = (getattr(op, "attrs", None) or {}).get("concat_axis")
+    if axis is not None:
+        return axis
+    for src in op.input_tensors:
+        if sch[src].is_inlined and _same_shape(src, t):
+            found = concat_axis(sch, src)
+            if found is not None:
+                return found
+    return None
+
+
+def _by_operand(stage: Stage, axes: list[AxisVar], ax: int, lanes: int) -> AxisVar | None:
+    """Split the loops at the concat axis ``ax`` (see the module docstring), the axes inside
+    it being whole vectors; returns the loop outside it (None: there is none)."""
+    _, li = stage.split(fuse_all(stage, axes[ax + 1 :]), factor=lanes)
+    stage.vectorize(li)
+    stage.pragma(axes[ax], PARTITION, SPLIT)
+    return fuse_all(stage, axes[:ax])
+
+
+def _parallel_outer(stage: Stage, outer: AxisVar | None, total: int | None) -> None:
+    if outer is not None:
+        per_iter = inner_points(stage, outer) * NS_PER_ELEMENT
+        parallelize(stage, outer, total, NS_PER_ELEMENT, per_iter)
 
 
 def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
@@ -45,6 +90,13 @@ def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
         return
     lanes = ctx.lanes(t.dtype)
     total = num_elements(axes)
+    ax = concat_axis(sch, t)
+    if ax is not None and ax < len(axes) - 1 and extent(axes[ax]) is not None:
+        inner = num_elements(axes[ax + 1 :])
+        if inner is not None and inner % lanes == 0:
+            _parallel_outer(stage, _by_operand(stage, axes, ax, lanes), total)
+            ctx.done.add(stage)
+            return
     last = extent(axes[-1])
     if last is not None and last % lanes == 0:
         lo, li = stage.split(axes[-1], factor=lanes)
@@ -63,7 +115,5 @@ def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
         outer = head if head is not None else lo
     if li is not None:
         stage.vectorize(li)
-    if outer is not None:
-        per_iter = inner_points(stage, outer) * NS_PER_ELEMENT
-        parallelize(stage, outer, total, NS_PER_ELEMENT, per_iter)
+    _parallel_outer(stage, outer, total)
     ctx.done.add(stage)

@@ -7,9 +7,8 @@ from typing import Any
 
 from kiln import te
 from kiln.te import AxisVar, ComputeOp, Schedule, Stage
-from kiln.tir.transform import loop_partition
 from kiln.topi.generic import common as generic
-from kiln.topi.generic.common import inner_points, leaf_extent
+from kiln.topi.generic.common import PARTITION, inner_points, leaf_extent
 from kiln.topi.tag import is_injective
 from kiln.topi.utils import const_int
 
@@ -18,7 +17,6 @@ NS_PER_MAC = 0.02
 float32 FMA on one Zen 4 core); a nest below `kiln.topi.generic.common.PARALLEL_MIN_NS` of it
 runs on one thread (see the measurements there)."""
 
-PARTITION = loop_partition.PARTITION.removeprefix("pragma_")
 """The loop pragma asking for `kiln.tir.transform.LoopPartition` (`Stage.pragma` adds the
 ``pragma_`` prefix)."""
 
