@@ -109,7 +109,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
     model = _model(args)
     inputs = _example_inputs(model, args)
     model(**inputs)  # warm up
-    print(model.profile(**inputs))
+    report = model.profile(**inputs)
+    if (args.peak_gflops is None) != (args.bandwidth is None):
+        raise KilnError("kiln profile: give --peak-gflops and --bandwidth together")
+    if args.peak_gflops is not None:
+        report = report.with_bounds(args.peak_gflops, args.bandwidth)
+    print(report)
     return 0
 
 

@@ -3,7 +3,8 @@
     kiln compile model.onnx -o model.so          # progress bar on a terminal, quiet otherwise
     kiln run model.so --input x=x.npy [-o out/]  # writes out/output_0.npy ...
     kiln bench model.onnx [--threads 1,2] [--against onnxruntime]
-    kiln profile model.onnx                      # the per-kernel time table
+    kiln profile model.onnx                      # the per-kernel time table (GFLOP/s, GB/s)
+    kiln profile model.onnx --peak-gflops 98 --bandwidth 20   # ... and each kernel's % of bound
     kiln cache info | clear                      # kiln's build cache (kiln.cli.cache)
 
 Errors kiln raises on purpose (a bad model, a wrong input) print as one message and exit 1.
@@ -53,6 +54,10 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="print where one call spends its time, per kernel")
     _add_model_options(p)
     p.add_argument("--dim", action="append", metavar="NAME=N", help="a symbolic dim's value")
+    p.add_argument("--peak-gflops", type=float, metavar="G",
+                   help="FMA peak (GFLOP/s) of the threads used: adds %% of bound")  # fmt: skip
+    p.add_argument("--bandwidth", type=float, metavar="GB/S",
+                   help="the memory bandwidth (GB/s), with --peak-gflops")  # fmt: skip
     cache_cli.add_parser(sub)
     return ap
 

@@ -35,6 +35,7 @@ from kiln.errors import KilnError
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, Sequential
+from kiln.relax.analysis.cost import COST
 from kiln.relax.backend.codegen import EXTERNAL_MODS, ExternalSource, linked_source
 from kiln.relax.expr import Function
 from kiln.relax.function_pass import debug_pass_context
@@ -158,5 +159,15 @@ def build(
     source = joined_source(units) if units else None
     return Executable(
         base.functions, base.instructions, base.constants, library, signatures(mod),
-        source=source, flags=all_flags, units=units or None,
+        kernel_costs(lowered), source=source, flags=all_flags, units=units or None,
     )  # fmt: skip
+
+
+def kernel_costs(mod: IRModule) -> tuple[tuple[str, int, int], ...]:
+    """``(kernel, flops, bytes)`` of each PrimFunc that LowerTE gave a ``kiln.cost``."""
+    out = []
+    for gv, f in mod.functions.items():
+        cost = f.get_attr(COST) if isinstance(f, PrimFunc) else None
+        if cost is not None:
+            out.append((gv.name_hint, int(cost[0]), int(cost[1])))
+    return tuple(sorted(out))

@@ -16,8 +16,6 @@ library or else the global tvm-ffi registry (so Python functions must be registe
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +24,7 @@ import tvm_ffi
 from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime.module import Module
 from kiln.runtime.ndarray import NDArray, wrap_result
+from kiln.runtime.profile import ProfileReport, make_report
 from kiln.runtime.tensor import (
     STORAGE_DTYPES,
     Device,
@@ -106,46 +105,6 @@ def _constant(c: Any) -> Any:
     if isinstance(c, np.ndarray) or hasattr(c, "__dlpack__"):
         return tensor(c)
     return c
-
-
-@dataclass(frozen=True)
-class ProfileRow:
-    """One callee of a profiled call: a kernel or a (non-builtin) packed function."""
-
-    kernel: str
-    calls: int
-    total_us: float
-    mean_us: float
-    share: float
-
-
-@dataclass(frozen=True)
-class ProfileReport:
-    """Where one VM call spent its time; ``str()`` prints the table."""
-
-    function: str
-    exec_mode: str
-    total_us: float
-    rows: tuple[ProfileRow, ...]
-
-    @property
-    def kernel_us(self) -> float:
-        return sum(r.total_us for r in self.rows)
-
-    def __str__(self) -> str:
-        lines = [
-            f"profile of {self.function} ({self.exec_mode} mode): {self.total_us:.2f} us",
-            f"{'kernel':<32} {'calls':>6} {'total us':>10} {'mean us':>10} {'share':>7}",
-        ]
-        for r in self.rows:
-            lines.append(
-                f"{r.kernel:<32} {r.calls:>6} {r.total_us:>10.2f} {r.mean_us:>10.2f} "
-                f"{r.share:>6.1%}"
-            )
-        rest = max(self.total_us - self.kernel_us, 0.0)
-        share = rest / self.total_us if self.total_us > 0 else 0.0
-        lines.append(f"{'(VM and call overhead)':<32} {'':>6} {rest:>10.2f} {'':>10} {share:>6.1%}")
-        return "\n".join(lines)
 
 
 class VMFunctionCaller:
@@ -271,23 +230,8 @@ class VirtualMachine:
         finally:
             elapsed = time.perf_counter_ns() - start
             records = self._handle("profile_stop")
-        return _report(name, self.exec_mode, elapsed, records)
-
-
-def _report(name: str, mode: str, elapsed_ns: int, records: Sequence[Any]) -> ProfileReport:
-    total_us = elapsed_ns / 1e3
-    rows = [
-        ProfileRow(
-            kernel=str(r[0]),
-            calls=int(r[1]),
-            total_us=int(r[2]) / 1e3,
-            mean_us=int(r[2]) / 1e3 / max(int(r[1]), 1),
-            share=int(r[2]) / 1e3 / total_us if total_us > 0 else 0.0,
-        )
-        for r in records
-    ]
-    rows.sort(key=lambda r: -r.total_us)
-    return ProfileReport(name, mode, total_us, tuple(rows))
+        costs = {k: (f, b) for k, f, b in self.executable.costs}
+        return make_report(name, self.exec_mode, elapsed, records, costs)
 
 
 def _create(exe: Executable, device: Device) -> tvm_ffi.Function:

@@ -38,10 +38,11 @@ Serialized executable (`Executable.serialize`), all offsets in bytes from the st
 
     0   magic b"KILNVMX\\0"       8   u32 VM_FORMAT_VERSION     12  u32 flags (0)
     16  u64 meta offset, size     32  u64 code offset, words    48  u64 data offset, size
-    64  meta: UTF-8 JSON {"functions": [...], "constants": [...], "signatures": [...]}
+    64  meta: UTF-8 JSON {"functions": [...], "constants": [...], "signatures": [...],
+                          "costs": [[kernel, flops, bytes], ...]}
         code: int64 words (64-byte aligned); data: tensor bytes, each 64-byte aligned.
 
-A blob without "signatures" (an older kiln's) reads as having none.
+A blob without "signatures" or "costs" (an older kiln's) reads as having none.
 Another magic is "not a kiln executable", another version is refused by name; both are
 `KilnError`s, as is any section that does not fit in the blob.
 """
@@ -286,6 +287,9 @@ class Executable:
     constants: tuple[Any, ...] = ()
     library: Any = field(default=None)
     signatures: tuple[Signature, ...] = ()
+    costs: tuple[tuple[str, int, int], ...] = ()
+    """``(kernel, flops, bytes)`` of the kernels whose work is known
+    (`kiln.relax.analysis.cost`)."""
 
     @property
     def exec_mode(self) -> str:
@@ -416,7 +420,10 @@ def serialize(exe: Executable) -> bytes:
     ]
     consts = [_const_meta(c, data) for c in exe.constants]
     sigs = [_signature_meta(s) for s in exe.signatures]
-    meta = json.dumps({"functions": funcs, "constants": consts, "signatures": sigs}).encode()
+    costs = [list(c) for c in exe.costs]
+    meta = json.dumps(
+        {"functions": funcs, "constants": consts, "signatures": sigs, "costs": costs}
+    ).encode()
     code = encode(exe.instructions).tobytes()
     meta_off = _HEADER.size
     code_off = _align(meta_off + len(meta))
@@ -499,6 +506,7 @@ def deserialize(buf: Any, library: Any = None, where: str = "blob") -> Executabl
         functions = tuple(_function(f) for f in meta["functions"])
         constants = tuple(_const_value(c, data) for c in meta["constants"])
         signatures = tuple(_signature(s) for s in meta.get("signatures", ()))
+        costs = tuple((str(k), int(f), int(b)) for k, f, b in meta.get("costs", ()))
     except (ValueError, KeyError, TypeError) as e:
         raise KilnError(f"corrupt kiln executable ({where}): {e}") from e
-    return Executable(functions, decode(code), constants, library, signatures)
+    return Executable(functions, decode(code), constants, library, signatures, costs)

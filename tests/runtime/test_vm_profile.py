@@ -64,3 +64,44 @@ def test_profile_of_a_failing_call_raises_and_stops_profiling() -> None:
     with pytest.raises(TypeError, match="takes 1 argument"):
         vm.profile("main")
     assert len(vm.profile("main", np.zeros(2, dtype="float32")).rows) == 3
+
+
+def _mlp_layer(m: int, k: int, n: int) -> Any:
+    from kiln import relax
+    from kiln.relax import op as O
+
+    rng = np.random.default_rng(0)
+    w = relax.const(rng.standard_normal((k, n)).astype("float32"))
+    x = relax.Var("x", relax.TensorStructInfo([m, k], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(O.nn.relu(bb.emit(O.matmul(x, w)))))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_profile_reports_each_kernels_work_and_its_share_of_the_bounds(tmp_path) -> None:
+    """A model's kernels carry their FLOPs and compulsory bytes (`kiln.relax.analysis.cost`)
+    through the executable (and its serialized form): the profile shows GFLOP/s and GB/s, and
+    with the machine's bounds each kernel's share of them."""
+    import kiln
+    from kiln.vm import Executable
+
+    m, k, n = 12, 64, 40
+    model = kiln.compile(_mlp_layer(m, k, n))
+    x = np.ones((m, k), "float32")
+    report = model.profile(x)
+    (row,) = [r for r in report.rows if "matmul" in r.kernel]
+    assert row.flops == 2 * m * k * n + m * n  # the product, then one per element (relu)
+    # x, the packed weight (panels of whole tiles: at least k x n) and the result
+    assert row.bytes is not None and row.bytes >= 4 * (m * k + k * n + m * n)
+    assert row.gflops == pytest.approx(row.flops / row.mean_us / 1e3)
+    assert "GFLOP/s" in str(report) and "% bound" not in str(report)
+    bounded = report.with_bounds(100.0, 20.0)
+    share = row.bound_share(100.0, 20.0)
+    assert share is not None and share > 0
+    assert "% bound" in str(bounded) and "bounds: 100 GFLOP/s, 20 GB/s" in str(bounded)
+    exe = model.executable
+    again = Executable.load(exe.save(tmp_path / "exe.kvm"))
+    assert again.costs == exe.costs and any("matmul" in c[0] for c in exe.costs)

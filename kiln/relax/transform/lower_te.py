@@ -31,7 +31,8 @@ symbolic variable no parameter has as a plain dim (``n`` when a parameter is
 ``R.Tensor((n * 2, 32))``) gets it as a scalar PrimFunc parameter, and the call passes it as
 ``tir_vars=R.shape([n])`` (the primitive was outlined from its caller, so ``n`` is the caller's).
 
-Each lowered PrimFunc carries the ``target`` attribute and the span of the function it came from.
+Each lowered PrimFunc carries the ``target`` attribute and the span of the function it came from;
+one of constant shapes also its work, ``kiln.cost`` (`kiln.relax.analysis.cost`).
 Module-level primitive functions whose calls were all lowered are removed. Errors (no codegen, a
 codegen that fails, an operator without a legalization, an opaque call inside a primitive) are
 `PassError`s naming the function, the operator and the fix.
@@ -49,6 +50,7 @@ from kiln.ir.op import Op
 from kiln.ir.structural import structural_equal, structural_hash
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext
+from kiln.relax.analysis.cost import COST, function_cost
 from kiln.relax.analysis.free_vars import all_global_vars
 from kiln.relax.analysis.primitive import COMPILER, EXTERN, PRIMITIVE, fused_name, is_lowerable
 from kiln.relax.backend.codegen import (
@@ -244,6 +246,9 @@ class _Lowerer(ExprMutator):
         if hit is None:
             name = fused_name(f"{self.module_name}_fused", op_names(func))
             prim, positions = lower_primitive(func, self.target, name, where)
+            cost = function_cost(func)
+            if cost is not None:
+                prim = prim.with_attr(COST, list(cost))
             if prim.span is None and self.caller is not None:
                 prim = replace(prim, span=self.caller.span)
             hit = (self.builder.add_func(prim, name), positions)

@@ -129,6 +129,40 @@ def test_an_anchor_value_used_twice_keeps_its_epilogue_apart(
     assert "also used elsewhere (it is written once)" in capsys.readouterr().err
 
 
+def test_an_epilogue_that_broadcasts_the_anchor_to_a_larger_shape_stays_apart(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Squeeze-excite: ``x * sigmoid(conv(s))`` with ``s`` pooled to 1x1; fused into the
+    conv's group, the conv would be computed once per pixel of ``x``."""
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(
+            x: R.Tensor((1, 8, 6, 6), "float32"),
+            s: R.Tensor((1, 4, 1, 1), "float32"),
+            w: R.Tensor((8, 4, 1, 1), "float32"),
+        ):
+            with R.dataflow():
+                c = R.nn.conv2d(s, w)
+                g = R.sigmoid(c)
+                y = R.multiply(x, g)
+                R.output(y)
+            return y
+
+    monkeypatch.setenv("KILN_DEBUG", "1")
+    mod = FuseOps()(Module)
+    assert calls(mod["main"]) == ["fused_conv2d_sigmoid", "fused_multiply"]
+    assert "broadcasts the anchor's result to a larger shape" in capsys.readouterr().err
+    rng = np.random.default_rng(0)
+    xv, sv, wv = (
+        rng.standard_normal(t).astype("float32") for t in ((1, 8, 6, 6), (1, 4, 1, 1), (8, 4, 1, 1))
+    )
+    got = kiln.compile(Module)(xv, sv, wv).numpy()
+    gate = 1 / (1 + np.exp(-(wv[:, :, 0, 0] @ sv[0, :, 0, 0])))
+    np.testing.assert_allclose(got, xv * gate[None, :, None, None], rtol=1e-5, atol=1e-6)
+
+
 def test_equal_groups_get_distinct_names_and_constants_become_parameters() -> None:
     @I.ir_module
     class Module:

@@ -1,0 +1,126 @@
+"""`ProfileReport`: where one VM call spent its time, per kernel, and how close each kernel came
+to the machine's bounds.
+
+Each row is a kernel (or a non-builtin packed function) with its calls and time. A kernel whose
+work the executable records (`Executable.costs`: FLOPs and compulsory bytes, from
+`kiln.relax.analysis.cost`) also gets its achieved GFLOP/s and GB/s. Given the machine's FMA peak
+and memory bandwidth (`ProfileReport.with_bounds`; ``kiln profile --peak-gflops --bandwidth``),
+each such row also gets ``% of bound``: the time the kernel would take at whichever bound binds it
+(its FLOPs at the peak, or its bytes at the bandwidth, whichever is longer) over its measured
+time. 100% is the bound; a kernel far below it is where time is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """One callee of a profiled call: a kernel or a (non-builtin) packed function."""
+
+    kernel: str
+    calls: int
+    total_us: float
+    mean_us: float
+    share: float
+    flops: int | None = None
+    """FLOPs of one call, when known (a multiply-add counts two)."""
+    bytes: int | None = None
+    """Bytes one call must read and write at least, when known."""
+
+    @property
+    def gflops(self) -> float | None:
+        """Achieved GFLOP/s (FLOPs per nanosecond)."""
+        return None if self.flops is None or self.mean_us <= 0 else self.flops / self.mean_us / 1e3
+
+    @property
+    def gbs(self) -> float | None:
+        """Achieved GB/s."""
+        return None if self.bytes is None or self.mean_us <= 0 else self.bytes / self.mean_us / 1e3
+
+    def bound_share(self, peak_gflops: float, bandwidth_gbs: float) -> float | None:
+        """The bound time (FLOPs at the peak or bytes at the bandwidth, the longer) over the
+        measured time; None without the kernel's work."""
+        if self.flops is None or self.bytes is None or self.mean_us <= 0:
+            return None
+        bound_us = max(self.flops / peak_gflops, self.bytes / bandwidth_gbs) / 1e3
+        return bound_us / self.mean_us
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "" if v is None else format(v, fmt)
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """Where one VM call spent its time; ``str()`` prints the table."""
+
+    function: str
+    exec_mode: str
+    total_us: float
+    rows: tuple[ProfileRow, ...]
+    peak_gflops: float | None = None
+    bandwidth_gbs: float | None = None
+
+    @property
+    def kernel_us(self) -> float:
+        return sum(r.total_us for r in self.rows)
+
+    def with_bounds(self, peak_gflops: float, bandwidth_gbs: float) -> ProfileReport:
+        """This report with the machine's FMA peak (GFLOP/s, for the threads used) and memory
+        bandwidth (GB/s): the table then shows each kernel's share of its bound."""
+        return replace(self, peak_gflops=peak_gflops, bandwidth_gbs=bandwidth_gbs)
+
+    def __str__(self) -> str:
+        bounds = self.peak_gflops is not None and self.bandwidth_gbs is not None
+        head = f"{'kernel':<32} {'calls':>6} {'total us':>10} {'mean us':>10} {'share':>7}"
+        head += f" {'GFLOP/s':>8} {'GB/s':>7}" + (f" {'% bound':>8}" if bounds else "")
+        lines = [f"profile of {self.function} ({self.exec_mode} mode): {self.total_us:.2f} us"]
+        if bounds:
+            lines.append(f"bounds: {self.peak_gflops:g} GFLOP/s, {self.bandwidth_gbs:g} GB/s")
+        lines.append(head)
+        for r in self.rows:
+            line = (
+                f"{r.kernel:<32} {r.calls:>6} {r.total_us:>10.2f} {r.mean_us:>10.2f} "
+                f"{r.share:>6.1%} {_num(r.gflops, '.1f'):>8} {_num(r.gbs, '.1f'):>7}"
+            )
+            if bounds:
+                share = r.bound_share(self.peak_gflops, self.bandwidth_gbs)  # type: ignore[arg-type]
+                line += f" {_num(share, '.0%'):>8}"
+            lines.append(line)
+        rest = max(self.total_us - self.kernel_us, 0.0)
+        share = rest / self.total_us if self.total_us > 0 else 0.0
+        lines.append(f"{'(VM and call overhead)':<32} {'':>6} {rest:>10.2f} {'':>10} {share:>6.1%}")
+        return "\n".join(lines)
+
+
+def make_report(
+    name: str,
+    mode: str,
+    elapsed_ns: int,
+    records: Sequence[Any],
+    costs: Mapping[str, tuple[int, int]],
+) -> ProfileReport:
+    """The report of one profiled call from the VM's ``(kernel, calls, ns)`` records and the
+    executable's per-kernel ``(flops, bytes)``."""
+    total_us = elapsed_ns / 1e3
+    rows = []
+    for r in records:
+        kernel, calls, ns = str(r[0]), int(r[1]), int(r[2])
+        flops, moved = costs.get(kernel, (None, None))
+        rows.append(
+            ProfileRow(
+                kernel=kernel,
+                calls=calls,
+                total_us=ns / 1e3,
+                mean_us=ns / 1e3 / max(calls, 1),
+                share=ns / 1e3 / total_us if total_us > 0 else 0.0,
+                flops=flops,
+                bytes=moved,
+            )
+        )
+    rows.sort(key=lambda r: -r.total_us)
+    return ProfileReport(name, mode, total_us, tuple(rows))
