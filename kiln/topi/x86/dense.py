@@ -257,9 +257,10 @@ def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
     (its tail, guarded lane by lane, is then under one vector: attention scores over a symbolic
     sequence of 8 were two vectors of which one was all tail). The tile never leaves the
     (padded) domain of the product, so the accumulation has no guards: rows past the end are
-    computed again from the last row (`pad_axis`), and an output narrower than one vector reads
-    a zero-padded copy of B (`pad_axis_with_zeros`); only the copy-out is guarded. Returns the
-    stages placed.
+    computed again from the last row (`pad_axis`), and a constant column count that is not
+    whole tiles (or is narrower than one vector) reads a zero-padded copy of B
+    (`pad_axis_with_zeros`; Swin's 49-key scores were stored lane by lane in every fourth
+    tile); only the copy-out is guarded. Returns the stages placed.
     """
     stage = sch[c]
     *_, i, j = stage.op.axis
@@ -276,7 +277,8 @@ def schedule_plain(sch: Schedule, c: Tensor, target: Any = None) -> list[Stage]:
     placed = [out, acc]
     if n is None or n % tile.rows:
         pad_axis(sch, acc_t, -2, tile.rows)
-    if m is not None and m < tile.lanes and pad_axis_with_zeros(sch, acc_t, -1, tile.lanes):
+    width = tile.lanes if m is not None and m < tile.lanes else tile.cols
+    if m is not None and m % width and pad_axis_with_zeros(sch, acc_t, -1, width):
         pads = [st for st in sch.stages if st.name.endswith("_pad") and st not in placed]
         for p in pads:
             common.schedule_pack(p, None)
