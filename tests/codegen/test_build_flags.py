@@ -59,3 +59,24 @@ def test_same_module_for_two_cpus_is_two_libraries() -> None:
         a = np.arange(64, dtype="float32")
         mod["scale"](a)
         np.testing.assert_array_equal(a, np.arange(64) * 2)
+
+
+def test_a_square_root_in_a_vector_loop_is_vector_code() -> None:
+    """``x / sqrt(v + eps)`` (T5's RMS norm): with ``-fno-math-errno`` the C compiler turns
+    ``sqrtf`` into the square-root instruction (here hoisted out of the row's vector loop)
+    instead of a libm call per element that kept the loop scalar (173 -> 34 us for 128x512 on
+    one Zen 3 core); the results are IEEE's."""
+    from kiln import te, topi
+    from tests.topi.conftest import machine_code
+
+    assert "-fno-math-errno" in DEFAULT_FLAGS
+    x, v = te.placeholder((4, 64), name="x"), te.placeholder((4, 1), name="v")
+    y = topi.divide(x, topi.sqrt(topi.add(v, tir.const(1e-6, "float32"))))
+    mod = kiln.build(te.lower(topi.schedule_for(y), [x, v, y]), target="c")
+    asm = machine_code(mod)
+    assert ("sqrtps" in asm or "sqrtss" in asm) and "sqrtf@plt" not in asm  # never libm
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((4, 64), "float32"), rng.random((4, 1), "float32")
+    out = np.zeros_like(a)
+    mod["main"](a, b, out)
+    np.testing.assert_allclose(out, a / np.sqrt(b + np.float32(1e-6)), rtol=1e-6)
