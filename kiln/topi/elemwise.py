@@ -45,7 +45,14 @@ from kiln.topi.math import erf as _erf
 from kiln.topi.math import exp as _exp
 from kiln.topi.math import gelu_erf as _gelu_erf
 from kiln.topi.math import tanh as _tanh
-from kiln.topi.utils import as_operand, check_float, check_numeric, check_tensor, fconst
+from kiln.topi.utils import (
+    as_operand,
+    check_float,
+    check_numeric,
+    check_tensor,
+    fconst,
+    same_shape,
+)
 
 
 # -- binary ---------------------------------------------------------------------------------
@@ -59,15 +66,6 @@ def _read(t: Any, idx: tuple[PrimExpr, ...]) -> Any:
         for d, i in zip(t.shape, own)
     )
     return t[picks]
-
-
-def _same_shape(t: Tensor, shape: tuple[PrimExpr, ...]) -> bool:
-    if t.ndim != len(shape):
-        return False
-    return all(
-        a is b or (isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value)
-        for a, b in zip(t.shape, shape)
-    )
 
 
 def _binary_dtype(op: str, a: Any, b: Any) -> DataType:
@@ -96,7 +94,7 @@ def binary(
     a, b = as_operand(op, a, dtype), as_operand(op, b, dtype)
     tensors = [t for t in (a, b) if isinstance(t, Tensor)]
     shape = broadcast_shape(*(t.shape for t in tensors), op=op, names=[t.name for t in tensors])
-    elemwise = all(_same_shape(t, shape) for t in tensors)
+    elemwise = all(same_shape(t, shape) for t in tensors)
     kind = tag.ELEMWISE if elemwise else tag.BROADCAST
     return compute(
         shape,
@@ -348,7 +346,7 @@ def _logical(op: str, a: Any, b: Any, fn: Callable[..., PrimExpr], name: str | N
         check_tensor(op, t)
         _bool_tensor(op, t)
     shape = broadcast_shape(a.shape, b.shape, op=op, names=[a.name, b.name])
-    kind = tag.ELEMWISE if _same_shape(a, shape) and _same_shape(b, shape) else tag.BROADCAST
+    kind = tag.ELEMWISE if same_shape(a, shape) and same_shape(b, shape) else tag.BROADCAST
     return compute(
         shape,
         lambda *i: fn(_read(a, tuple(i)), _read(b, tuple(i))),

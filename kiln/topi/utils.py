@@ -37,6 +37,11 @@ def same_dim(a: Any, b: Any) -> bool:
     return ca == cb if ca is not None and cb is not None else a is b
 
 
+def same_shape(t: Tensor, shape: Sequence[Any]) -> bool:
+    """Whether ``t``'s shape is ``shape``, dim by dim (`same_dim`)."""
+    return t.ndim == len(shape) and all(same_dim(a, b) for a, b in zip(t.shape, shape))
+
+
 def const_shape(op: str, t: Tensor) -> tuple[int, ...]:
     """The shape of ``t`` as ints; raises when a dimension is symbolic."""
     dims = [const_int(d) for d in t.shape]

@@ -109,6 +109,20 @@ def extent(axis: AxisVar) -> int | None:
     return const_int(axis.dom.extent) if axis.dom is not None else None
 
 
+def vector_split(stage: Stage, axis: AxisVar, lanes: int) -> AxisVar:
+    """Split ``axis`` by ``lanes`` and vectorize the inner loop; returns the outer loop. A
+    constant extent that is not whole vectors has the outer loop partitioned (`LoopPartition`),
+    so only the last vector is guarded. NOTE: a guard in every vector kept GCC from vectorizing
+    the exponential of a softmax over rows of 49 (Swin's windows): 3.3 ms for 64x3x49x49 on one
+    Zen 3 core."""
+    outer, inner = stage.split(axis, factor=lanes)
+    stage.vectorize(inner)
+    n = extent(axis)
+    if n is not None and n % lanes:
+        stage.pragma(outer, PARTITION, loop_partition.SPLIT)
+    return outer
+
+
 def num_elements(axes: Any) -> int | None:
     """The product of the axes' constant extents (None when one is symbolic)."""
     exts = [extent(a) for a in axes]

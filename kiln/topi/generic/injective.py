@@ -37,8 +37,9 @@ from kiln.topi.generic.common import (
     inner_points,
     num_elements,
     parallelize,
+    vector_split,
 )
-from kiln.topi.utils import const_int
+from kiln.topi.utils import same_shape
 
 
 def _batch_rows(axes: list[AxisVar], lanes: int) -> bool:
@@ -48,13 +49,6 @@ def _batch_rows(axes: list[AxisVar], lanes: int) -> bool:
     return len(axes) > 1 and extent(axes[0]) is None and rest is not None and rest % lanes == 0
 
 
-def _same_shape(a: Tensor, b: Tensor) -> bool:
-    return a.ndim == b.ndim and all(
-        x is y or const_int(x) is not None and const_int(x) == const_int(y)
-        for x, y in zip(a.shape, b.shape)
-    )
-
-
 def concat_axis(sch: Schedule, t: Tensor) -> int | None:
     """The axis of a concat that ``t`` is, or inlines at its own shape, else None."""
     op = t.op
@@ -62,7 +56,7 @@ def concat_axis(sch: Schedule, t: Tensor) -> int | None:
     if axis is not None:
         return axis
     for src in op.input_tensors:
-        if sch[src].is_inlined and _same_shape(src, t):
+        if sch[src].is_inlined and same_shape(src, t.shape):
             found = concat_axis(sch, src)
             if found is not None:
                 return found
@@ -72,8 +66,9 @@ def concat_axis(sch: Schedule, t: Tensor) -> int | None:
 def _by_operand(stage: Stage, axes: list[AxisVar], ax: int, lanes: int) -> AxisVar | None:
     """Split the loops at the concat axis ``ax`` (see the module docstring), the axes inside
     it being whole vectors; returns the loop outside it (None: there is none)."""
-    _, li = stage.split(fuse_all(stage, axes[ax + 1 :]), factor=lanes)
-    stage.vectorize(li)
+    inner = fuse_all(stage, axes[ax + 1 :])
+    assert inner is not None
+    vector_split(stage, inner, lanes)
     stage.pragma(axes[ax], PARTITION, SPLIT)
     return fuse_all(stage, axes[:ax])
 
@@ -112,9 +107,7 @@ def schedule_injective(sch: Schedule, t: Tensor, ctx: ScheduleContext) -> None:
         # a short ragged row: vectorizing it would be all tail
         outer, li = fuse_all(stage, axes[:-1]), None
     else:
-        lo, li = stage.split(axes[-1], factor=lanes)
-        if last is not None:  # only the row's last vector is guarded (`LoopPartition`)
-            stage.pragma(lo, PARTITION, SPLIT)
+        lo, li = vector_split(stage, axes[-1], lanes), None
         head = fuse_all(stage, axes[:-1])
         outer = head if head is not None else lo
     if li is not None:

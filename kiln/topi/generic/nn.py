@@ -40,6 +40,7 @@ from kiln.topi.generic.common import (
     num_elements,
     parallelize,
     register_schedule,
+    vector_split,
 )
 from kiln.topi.generic.graph import recompute_for, rfactor
 from kiln.topi.generic.injective import schedule_injective
@@ -60,18 +61,6 @@ NS_LOG_SOFTMAX = 0.45
 
 NS_LAYER_NORM = 0.25
 """Per element of layer_norm (four row passes; measured 128x768 in 23 us on one core)."""
-
-
-def vector_split(stage: Stage, axis: AxisVar, lanes: int) -> None:
-    """Split ``axis`` by ``lanes`` and vectorize the inner loop; a constant extent that is not
-    whole vectors has its outer loop partitioned (`LoopPartition`), so only the last vector is
-    guarded. NOTE: a guard in every vector kept GCC from vectorizing the exponential of a
-    softmax over rows of 49 (Swin's windows): 3.3 ms for 64x3x49x49 on one Zen 3 core."""
-    outer, inner = stage.split(axis, factor=lanes)
-    stage.vectorize(inner)
-    n = extent(axis)
-    if n is not None and n % lanes:
-        stage.pragma(outer, PARTITION, SPLIT)
 
 
 def row_loops(stage: Stage, lanes: int, ns_per_element: float) -> AxisVar:
