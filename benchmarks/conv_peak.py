@@ -1,7 +1,7 @@
 """Convolutions on one thread as a share of the CPU's fp32 FMA peak, kiln vs onnxruntime.
 
     OMP_NUM_THREADS=1 KILN_NUM_THREADS=1 taskset -c 1 python benchmarks/conv_peak.py [--reps 60]
-                                        [--cases 0,1,2] [--resnet18 | --small-cnn]
+                                        [--cases 0,1,2] [--resnet18 | --resnet50 | --small-cnn]
 
 Times the cases of `bench_ops.CONVS` (with ``--resnet18``: ResNet-18's distinct convolutions),
 kiln's channel-blocked kernel and onnxruntime's one-Conv model, built as `bench_ops.py` builds
@@ -97,6 +97,35 @@ RESNET18 = (
 )
 """ResNet-18's distinct convolutions at 224x224 (``--resnet18``), in model order."""
 
+C = bench_ops.Conv
+RESNET50 = (
+    C("stem 1x3x224x224 k7x7x64 s2 p3 (x1)", 3, 224, 64, 7, stride=2, pad=3),
+    C("l1 1x64x56x56 k1x1x64 (x1)", 64, 56, 64, 1),
+    C("l1 1x64x56x56 k3x3x64 p1 (x3)", 64, 56, 64, 3, pad=1),
+    C("l1 1x64x56x56 k1x1x256 (x4)", 64, 56, 256, 1),
+    C("l1 1x256x56x56 k1x1x64 (x2)", 256, 56, 64, 1),
+    C("l2 1x256x56x56 k1x1x128 (x1)", 256, 56, 128, 1),
+    C("l2 1x128x56x56 k3x3x128 s2 p1 (x1)", 128, 56, 128, 3, stride=2, pad=1),
+    C("l2 1x256x56x56 k1x1x512 s2 (x1)", 256, 56, 512, 1, stride=2),
+    C("l2 1x128x28x28 k1x1x512 (x4)", 128, 28, 512, 1),
+    C("l2 1x512x28x28 k1x1x128 (x3)", 512, 28, 128, 1),
+    C("l2 1x128x28x28 k3x3x128 p1 (x3)", 128, 28, 128, 3, pad=1),
+    C("l3 1x512x28x28 k1x1x256 (x1)", 512, 28, 256, 1),
+    C("l3 1x256x28x28 k3x3x256 s2 p1 (x1)", 256, 28, 256, 3, stride=2, pad=1),
+    C("l3 1x512x28x28 k1x1x1024 s2 (x1)", 512, 28, 1024, 1, stride=2),
+    C("l3 1x256x14x14 k1x1x1024 (x6)", 256, 14, 1024, 1),
+    C("l3 1x1024x14x14 k1x1x256 (x5)", 1024, 14, 256, 1),
+    C("l3 1x256x14x14 k3x3x256 p1 (x5)", 256, 14, 256, 3, pad=1),
+    C("l4 1x1024x14x14 k1x1x512 (x1)", 1024, 14, 512, 1),
+    C("l4 1x512x14x14 k3x3x512 s2 p1 (x1)", 512, 14, 512, 3, stride=2, pad=1),
+    C("l4 1x1024x14x14 k1x1x2048 s2 (x1)", 1024, 14, 2048, 1, stride=2),
+    C("l4 1x512x7x7 k1x1x2048 (x3)", 512, 7, 2048, 1),
+    C("l4 1x2048x7x7 k1x1x512 (x2)", 2048, 7, 512, 1),
+    C("l4 1x512x7x7 k3x3x512 p1 (x2)", 512, 7, 512, 3, pad=1),
+)
+"""ResNet-50's distinct convolutions at 224x224 (``--resnet50``; torchvision's, stride in the
+3x3), in model order, with how often each runs."""
+
 SMALL_CNN = (
     bench_ops.Conv("stem 1x3x64x64 k3x3x32 p1", 3, 64, 32, 3, pad=1),
     bench_ops.Conv("depthwise 1x32x32x32 k3x3 p1", 32, 32, 32, 3, pad=1, groups=32),
@@ -111,9 +140,18 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=60, help="rounds (median over them)")
     p.add_argument("--cases", help="indices into the case list (default: all)")
     p.add_argument("--resnet18", action="store_true", help="ResNet-18's convolutions instead")
+    p.add_argument("--resnet50", action="store_true", help="ResNet-50's convolutions instead")
     p.add_argument("--small-cnn", action="store_true", help="the small CNN's convolutions instead")
     args = p.parse_args()
-    convs = RESNET18 if args.resnet18 else SMALL_CNN if args.small_cnn else bench_ops.CONVS
+    convs = (
+        RESNET18
+        if args.resnet18
+        else RESNET50
+        if args.resnet50
+        else SMALL_CNN
+        if args.small_cnn
+        else bench_ops.CONVS
+    )
     cases = args.cases or ",".join(str(i) for i in range(len(convs)))
     import numpy as np
 

@@ -116,30 +116,77 @@ class NchwcTile:
         return self.th * self.tw
 
 
-def max_pixels(target: Target, vectors: int, taps: int = 1) -> int:
+def max_pixels(target: Target, vectors: int, taps: int = 1, memory_filters: bool = False) -> int:
     """Pixels a tile of ``vectors`` vectors per pixel may hold on ``target`` with ``taps`` taps
     unrolled: one register per accumulator, ``taps`` per filter vector, and spare ones for the
-    broadcast input values (two for one tap, four with several in flight)."""
-    spare = 2 * min(taps, 2)
-    return max(1, (target.cpu.vector_registers - taps * vectors - spare) // vectors)
+    broadcast input values (two for one tap, four with several in flight). With
+    ``memory_filters`` (one tap, a dense convolution) as few as one filter vector may stay in a
+    register beside one broadcast: the FMAs read the others from memory (`_step_cost` counts
+    what that costs)."""
+    regs = target.cpu.vector_registers
+    if memory_filters:
+        return max(1, (regs - 2) // vectors)
+    return max(1, (regs - taps * vectors - 2 * min(taps, 2)) // vectors)
 
 
-def nchwc_tile(oh: int, ow: int, ob: int, dtype: Any, target: Target, kw: int = 1) -> NchwcTile:
+MIN_ACCUMULATORS = 10
+"""A step of the reduction takes at least this many FMA slots: with fewer accumulators the FMA
+units wait for their own results (4 cycles' latency, 2 FMAs a cycle). Measured (AVX2 Zen 3, 1
+thread, `conv_peak.py --resnet50` shapes, tiles forced): ResNet-50's 7x7 convs 29-38 GFLOP/s
+with 1x4 tiles (8 accumulators) against 53-67 with 1x7 (14)."""
+
+
+MEMORY_FMA_COST = 1.3
+"""FMA slots of an FMA that reads its filter vector from memory (`_step_cost`). Measured (AVX2
+Zen 3, 1 thread, medians of 25 interleaved calls, ResNet-50's convolutions): 1x7 tiles (half
+their FMAs read memory) against 2x3 (none) where the two tie without this: 0.85-0.99x at 14x14
+outputs with 256-1024 input channels, 0.89-0.95x at 28x28."""
+
+
+def _step_cost(pixels: int, vectors: int, regs: int) -> float | None:
+    """FMA slots of one reduction step of a ``pixels x vectors`` tile with one tap (None: it
+    does not fit ``regs`` registers): its FMAs, those reading a filter vector that has no
+    register left (once per pixel) at `MEMORY_FMA_COST`, or its loads (the broadcast inputs
+    and the filter vectors held, once per step) where they are more, at least
+    `MIN_ACCUMULATORS`; plus two for the loop."""
+    acc = pixels * vectors
+    held = min(vectors, regs - acc - 1)
+    if held < 1:
+        return None
+    from_memory = (vectors - held) * pixels
+    loads = pixels + held + from_memory
+    fmas = acc + (MEMORY_FMA_COST - 1) * from_memory
+    return max(fmas, loads, MIN_ACCUMULATORS) + 2
+
+
+def nchwc_tile(
+    oh: int, ow: int, ob: int, dtype: Any, target: Target, kw: int = 1, depthwise: bool = False
+) -> NchwcTile:
     """The tile for an ``oh x ow`` output with ``ob``-channel blocks and ``kw`` taps per filter
     row on ``target``: the row of taps unrolled when at least `MIN_UNROLLED_PIXELS` still fit
     beside their filter vectors (neighbouring pixels then share their broadcast inputs); of the
     ``th x tw`` shapes that fit in registers, the one with the least work per output pixel,
-    counting the padding of the last tiles and a filter load per vector and step (smaller
-    ``th``, then ``tw``, on ties)."""
+    counting the padding of the last tiles and a step's FMAs and loads (`_step_cost`; with
+    taps unrolled or ``depthwise``, a filter load per vector) (smaller ``th``, then ``tw``,
+    on ties).
+    NOTE: with 16 registers (AVX2) and two vectors per pixel, 7x7 outputs now take 1x7 tiles
+    (one filter vector read from memory) instead of 1x4 (both in registers, 8 accumulators):
+    measured (1 thread, Zen 3, medians of 25 interleaved calls) ResNet-50's convolutions with
+    7x7 outputs 26-34 -> 53-70 GFLOP/s, 2.0x each."""
     width = lanes(target, dtype)
     vectors = -(-ob // width)
     taps = kw if kw > 1 and max_pixels(target, vectors, kw) >= MIN_UNROLLED_PIXELS else 1
-    most = max_pixels(target, vectors, taps)
+    memory_filters = taps == 1 and not depthwise
+    most = max_pixels(target, vectors, taps, memory_filters)
+    regs = target.cpu.vector_registers
 
     def cost(shape: tuple[int, int]) -> tuple[float, int, int]:
         th, tw = shape
         tiles = round_up(oh, th) * round_up(ow, tw) / (th * tw)
-        return tiles * (th * tw * vectors + vectors + 2), th, tw
+        step = _step_cost(th * tw, vectors, regs) if memory_filters else None
+        if step is None:
+            step = th * tw * vectors + vectors + 2
+        return tiles * step, th, tw
 
     shapes = [(th, tw) for th in range(1, min(oh, most) + 1) for tw in range(1, most // th + 1)]
     th, tw = min(shapes, key=cost)
@@ -266,7 +313,9 @@ def conv2d_nchwc(
     filter_bytes = (const_product(kernel.shape) or 0) * data.dtype.itemsize
     block_bytes = filter_bytes * b.ob // b.dims.o
     kw = 1 if b.depthwise or block_bytes > TAPS_FILTER_BYTES else b.dims.kw
-    tile = nchwc_tile(b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw)
+    tile = nchwc_tile(
+        b.dims.oh, b.dims.ow, b.ob, data.dtype, cpu_target(target), kw, depthwise=b.depthwise
+    )
     if not b.depthwise and b.dims.o > b.ob and filter_bytes <= FILTERS_IN_L2:
         tile = replace(tile, blocks_inner=True)
     # NOTE: a symbolic batch may fuse the images with the row tiles (`_parallel_images`): the
