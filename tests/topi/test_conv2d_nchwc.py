@@ -57,7 +57,10 @@ CASES = [
 def registers_of(tile: NchwcTile, depthwise: bool = False) -> int:
     """The vector registers ``tile``'s reduction step needs at least: its accumulators, the
     broadcast inputs, and its filter vectors (one, the others read from memory by their FMAs,
-    for a dense convolution with one tap)."""
+    for a dense convolution with one tap), and with the input block's loop unrolled every filter
+    vector and three spare registers."""
+    if tile.unrolled_block:
+        return tile.pixels * tile.vectors + tile.vectors + 3
     if tile.taps == 1 and not depthwise:
         return tile.pixels * tile.vectors + 2
     return tile.pixels * tile.vectors + tile.taps * tile.vectors + 2
@@ -217,9 +220,11 @@ def test_tiles_per_shape_and_isa() -> None:
     assert nchwc_tile(56, 56, 32, f32, avx512) == NchwcTile(1, 14, 2)
     assert nchwc_tile(7, 7, 32, f32, avx512) == NchwcTile(1, 7, 2)
     assert nchwc_tile(56, 56, 16, f32, avx512) == NchwcTile(1, 28, 1)
-    assert nchwc_tile(56, 56, 16, f32, avx2).pixels == 6
-    assert nchwc_tile(7, 7, 16, f32, avx2) == NchwcTile(1, 7, 2)
-    assert nchwc_tile(14, 14, 16, f32, avx2) == NchwcTile(2, 3, 2)  # no memory operands
+    # AVX2: the input block's loop unrolled needs 3 spare registers (5 pixels, 10 accumulators)
+    assert nchwc_tile(56, 56, 16, f32, avx2) == NchwcTile(1, 5, 2, unrolled_block=True)
+    assert nchwc_tile(7, 7, 16, f32, avx2) == NchwcTile(1, 7, 2)  # not unrolled: one from memory
+    assert nchwc_tile(14, 14, 16, f32, avx2) == NchwcTile(1, 5, 2, unrolled_block=True)
+    assert not any(nchwc_tile(n, n, 16, f32, avx512).unrolled_block for n in (7, 14, 56))
     # a row of 3 taps unrolled where 6+ pixels still fit: 11 with AVX-512, 1x8 divides 56
     assert max_pixels(avx512, 2, 3) == 11 and max_pixels(avx2, 2, 3) < 6
     assert nchwc_tile(56, 56, 32, f32, avx512, 3) == NchwcTile(1, 8, 2, taps=3)
@@ -279,6 +284,8 @@ def test_micro_kernel_keeps_accumulators_in_registers(
     tile = y.op.input_tensors[0].op.attrs["tile"]
     assert tile.vectors == 2 and tile.pixels <= max_pixels(tgt, 2, tile.taps)
     assert tile.taps == (3 if reg == "zmm" else 1)  # the row of taps unrolled with AVX-512
+    # AVX2: the loop over an input block's channels unrolled (`UNROLL_BLOCK_REGISTERS`)
+    assert tile.unrolled_block == (reg == "ymm")
     mod = _build([y], [xt, ft], target)
     got = np.zeros(shape_of(y), "float32")
     mod["main"](xb, fb, got)

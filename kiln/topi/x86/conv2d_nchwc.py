@@ -94,6 +94,21 @@ small part of it keeps the copy. Measured: ResNet-18's convs (copy shares 1.3-2%
 1.01-1.03x faster on their own, the same within noise in the model at 1 and 2 threads, but its
 cold compile took 4.9-6.6 s instead of 4.1-4.8; the small CNN's (4-130%) are the ones above."""
 
+UNROLL_BLOCK_REGISTERS = 16
+"""On a CPU with this many vector registers (AVX2), a dense tile with one tap may unroll its
+loop over an input channel block (`NchwcTile.unrolled_block`) when its accumulators, its filter
+vectors and `UNROLLED_SPARE` registers fit (the C compile disables GCC's predictive commoning,
+which otherwise carries inputs across the unrolled steps in registers and spills the
+accumulators). Measured (Zen 3, 1 thread, medians of 25 interleaved calls, GFLOP/s),
+ResNet-50's convolutions at 56x56 to 14x14: 1x5 tiles unrolled 57-77 against 2x3 tiles in a
+loop 47-75 (1x1 convolutions with 256-1024 input channels +16-28%), 2x3 unrolled 55-75 (but
+one or two accumulators spilled); fewer than `MIN_ACCUMULATORS` (1x4, 2x2) 36-48.
+NOTE: AVX-512 (32 registers, tiles of 14-28 accumulators) is not measured and keeps the loop."""
+
+UNROLLED_SPARE = 3
+"""Registers an unrolled tile leaves free besides its accumulators and filter vectors: GCC
+loads the next steps' broadcasts early (with two spare, 2x3 tiles spilled accumulators)."""
+
 MIN_UNROLLED_PIXELS = 6
 """A row of filter taps is unrolled (`NchwcTile.taps`) when the tile may still hold this many
 pixels beside the taps' filter vectors."""
@@ -110,6 +125,8 @@ class NchwcTile:
     blocks_inner: bool = False
     """Loop over the output channel blocks inside the spatial tiles (see `schedule_packed`)."""
     taps: int = 1
+    unrolled_block: bool = False
+    """Unroll the reduction over an input channel block (see `UNROLL_BLOCK_REGISTERS`)."""
 
     @property
     def pixels(self) -> int:
@@ -143,20 +160,23 @@ their FMAs read memory) against 2x3 (none) where the two tie without this: 0.85-
 outputs with 256-1024 input channels, 0.89-0.95x at 28x28."""
 
 
-def _step_cost(pixels: int, vectors: int, regs: int) -> float | None:
+def _step_cost(pixels: int, vectors: int, regs: int, unrolled: bool = False) -> float | None:
     """FMA slots of one reduction step of a ``pixels x vectors`` tile with one tap (None: it
     does not fit ``regs`` registers): its FMAs, those reading a filter vector that has no
     register left (once per pixel) at `MEMORY_FMA_COST`, or its loads (the broadcast inputs
     and the filter vectors held, once per step) where they are more, at least
-    `MIN_ACCUMULATORS`; plus two for the loop."""
+    `MIN_ACCUMULATORS`; plus two for the loop unless ``unrolled`` (which needs every filter
+    vector and `UNROLLED_SPARE` registers beside the accumulators)."""
     acc = pixels * vectors
+    if unrolled and acc + vectors + UNROLLED_SPARE > regs:
+        return None
     held = min(vectors, regs - acc - 1)
     if held < 1:
         return None
     from_memory = (vectors - held) * pixels
     loads = pixels + held + from_memory
     fmas = acc + (MEMORY_FMA_COST - 1) * from_memory
-    return max(fmas, loads, MIN_ACCUMULATORS) + 2
+    return max(fmas, loads, MIN_ACCUMULATORS) + (0 if unrolled else 2)
 
 
 def nchwc_tile(
@@ -165,12 +185,13 @@ def nchwc_tile(
     """The tile for an ``oh x ow`` output with ``ob``-channel blocks and ``kw`` taps per filter
     row on ``target``: the row of taps unrolled when at least `MIN_UNROLLED_PIXELS` still fit
     beside their filter vectors (neighbouring pixels then share their broadcast inputs); of the
-    ``th x tw`` shapes that fit in registers, the one with the least work per output pixel,
+    ``th x tw`` shapes that fit in registers (each also with its input block's loop unrolled,
+    where `UNROLL_BLOCK_REGISTERS` allows), the one with the least work per output pixel,
     counting the padding of the last tiles and a step's FMAs and loads (`_step_cost`; with
     taps unrolled or ``depthwise``, a filter load per vector) (smaller ``th``, then ``tw``,
     on ties).
-    NOTE: with 16 registers (AVX2) and two vectors per pixel, 7x7 outputs now take 1x7 tiles
-    (one filter vector read from memory) instead of 1x4 (both in registers, 8 accumulators):
+    NOTE: with 16 registers (AVX2) and two vectors per pixel, 7x7 outputs take 1x7 tiles (one
+    filter vector read from memory) instead of 1x4 (both in registers, 8 accumulators):
     measured (1 thread, Zen 3, medians of 25 interleaved calls) ResNet-50's convolutions with
     7x7 outputs 26-34 -> 53-70 GFLOP/s, 2.0x each."""
     width = lanes(target, dtype)
@@ -179,18 +200,19 @@ def nchwc_tile(
     memory_filters = taps == 1 and not depthwise
     most = max_pixels(target, vectors, taps, memory_filters)
     regs = target.cpu.vector_registers
+    unrolls = (False, True) if memory_filters and regs == UNROLL_BLOCK_REGISTERS else (False,)
 
-    def cost(shape: tuple[int, int]) -> tuple[float, int, int]:
-        th, tw = shape
+    def cost(choice: tuple[int, int, bool]) -> tuple[float, int, int]:
+        th, tw, unrolled = choice
         tiles = round_up(oh, th) * round_up(ow, tw) / (th * tw)
-        step = _step_cost(th * tw, vectors, regs) if memory_filters else None
+        step = _step_cost(th * tw, vectors, regs, unrolled) if memory_filters else None
         if step is None:
-            step = th * tw * vectors + vectors + 2
+            step = float("inf") if unrolled else th * tw * vectors + vectors + 2
         return tiles * step, th, tw
 
     shapes = [(th, tw) for th in range(1, min(oh, most) + 1) for tw in range(1, most // th + 1)]
-    th, tw = min(shapes, key=cost)
-    return NchwcTile(th, min(tw, ow), vectors, taps=taps)
+    th, tw, unrolled = min(((*shape, u) for shape in shapes for u in unrolls), key=cost)
+    return NchwcTile(th, min(tw, ow), vectors, taps=taps, unrolled_block=unrolled)
 
 
 def kernel_applies(b: BlockedConv) -> bool:
@@ -382,6 +404,8 @@ def schedule_packed(sch: Schedule, acc: Tensor, out: Stage) -> list[Stage]:
         a.unroll(rx)
     a.unroll(ay)
     a.unroll(ax)
+    if tile.unrolled_block:
+        a.unroll(acc.op.reduce_axis[-1])
     common.vectorize(a, ao)
     if len(acc.op.reduce_axis) == 2:
         # NOTE: depthwise: the taps along a row unrolled, so neighbouring pixels' taps share
