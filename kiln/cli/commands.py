@@ -16,6 +16,7 @@ import numpy as np
 from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
 from kiln.errors import KilnError
+from kiln.runtime.profile import ProfileReport
 
 
 def _model(args: argparse.Namespace, quiet: bool = True) -> Any:
@@ -108,10 +109,12 @@ def _example_inputs(model: Any, args: argparse.Namespace) -> dict[str, np.ndarra
 def cmd_profile(args: argparse.Namespace) -> int:
     model = _model(args)
     inputs = _example_inputs(model, args)
-    model(**inputs)  # warm up
-    report = model.profile(**inputs)
     if (args.peak_gflops is None) != (args.bandwidth is None):
         raise KilnError("kiln profile: give --peak-gflops and --bandwidth together")
+    if args.repeat < 1:
+        raise KilnError(f"kiln profile: --repeat must be at least 1, got {args.repeat}")
+    model(**inputs)  # warm up
+    report = ProfileReport.median([model.profile(**inputs) for _ in range(args.repeat)])
     if args.peak_gflops is not None:
         report = report.with_bounds(args.peak_gflops, args.bandwidth)
     print(report)

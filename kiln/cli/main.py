@@ -5,6 +5,7 @@
     kiln bench model.onnx [--threads 1,2] [--against onnxruntime]
     kiln profile model.onnx                      # the per-kernel time table (GFLOP/s, GB/s)
     kiln profile model.onnx --peak-gflops 98 --bandwidth 20   # ... and each kernel's % of bound
+    kiln profile model.onnx --repeat 20                        # medians of 20 calls (default 5)
     kiln cache info | clear                      # kiln's build cache (kiln.cli.cache)
 
 Errors kiln raises on purpose (a bad model, a wrong input) print as one message and exit 1.
@@ -58,6 +59,8 @@ def parser() -> argparse.ArgumentParser:
                    help="FMA peak (GFLOP/s) of the threads used: adds %% of bound")  # fmt: skip
     p.add_argument("--bandwidth", type=float, metavar="GB/S",
                    help="the memory bandwidth (GB/s), with --peak-gflops")  # fmt: skip
+    p.add_argument("--repeat", type=int, default=5, metavar="N",
+                   help="profiled calls; each time is the median of them (default 5)")  # fmt: skip
     cache_cli.add_parser(sub)
     return ap
 

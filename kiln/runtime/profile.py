@@ -8,13 +8,26 @@ and memory bandwidth (`ProfileReport.with_bounds`; ``kiln profile --peak-gflops 
 each such row also gets ``% of bound``: the time the kernel would take at whichever bound binds it
 (its FLOPs at the peak, or its bytes at the bandwidth, whichever is longer) over its measured
 time. 100% is the bound; a kernel far below it is where time is lost.
+
+One call's times are at the mercy of everything else the machine runs: a process that takes
+the core for a few milliseconds lands on whichever kernel runs then. `ProfileReport.median`
+merges the reports of several calls into one whose times are each row's median over them
+(``kiln profile --repeat N``).
+
+The last lines count the layout transforms the call ran (kernels whose fused operators include
+``layout_transform``, by name): the graph level should transform layouts only at a chain's
+boundary, so more than a few per model is a missed optimization.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+LAYOUT_TRANSFORM = "layout_transform"
+"""What the name of a kernel that transforms a layout contains (`ProfileReport.layout_rows`)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,29 @@ class ProfileReport:
     def kernel_us(self) -> float:
         return sum(r.total_us for r in self.rows)
 
+    @property
+    def layout_rows(self) -> tuple[ProfileRow, ...]:
+        """The rows of kernels that transform a layout (alone or fused with other operators)."""
+        return tuple(r for r in self.rows if LAYOUT_TRANSFORM in r.kernel)
+
+    @staticmethod
+    def median(reports: Sequence[ProfileReport]) -> ProfileReport:
+        """One report of several calls of the same function: each row's total time, and the
+        call's, is its median over ``reports``; a kernel missing from a report counts 0 there."""
+        if not reports:
+            raise ValueError("ProfileReport.median needs at least one report")
+        first = reports[0]
+        total = statistics.median(r.total_us for r in reports)
+        by_kernel = [{row.kernel: row for row in r.rows} for r in reports]
+        rows = []
+        for row in first.rows:
+            times = [k[row.kernel].total_us if row.kernel in k else 0.0 for k in by_kernel]
+            us = statistics.median(times)
+            share = us / total if total > 0 else 0.0
+            rows.append(replace(row, total_us=us, mean_us=us / max(row.calls, 1), share=share))
+        rows.sort(key=lambda r: -r.total_us)
+        return replace(first, total_us=total, rows=tuple(rows))
+
     def with_bounds(self, peak_gflops: float, bandwidth_gbs: float) -> ProfileReport:
         """This report with the machine's FMA peak (GFLOP/s, for the threads used) and memory
         bandwidth (GB/s): the table then shows each kernel's share of its bound."""
@@ -94,6 +130,13 @@ class ProfileReport:
         rest = max(self.total_us - self.kernel_us, 0.0)
         share = rest / self.total_us if self.total_us > 0 else 0.0
         lines.append(f"{'(VM and call overhead)':<32} {'':>6} {rest:>10.2f} {'':>10} {share:>6.1%}")
+        layouts = self.layout_rows
+        us = sum(r.total_us for r in layouts)
+        share = us / self.total_us if self.total_us > 0 else 0.0
+        lines.append(
+            f"layout transforms: {len(layouts)} kernels, {sum(r.calls for r in layouts)} calls, "
+            f"{us:.2f} us ({share:.1%})"
+        )
         return "\n".join(lines)
 
 

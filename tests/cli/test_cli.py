@@ -96,7 +96,12 @@ def test_bench_against_onnxruntime(model_file: Path) -> None:
 
 def test_profile(model_file: Path, capsys) -> None:
     assert main(["profile", str(model_file), "--dim", "batch=2"]) == 0
+    out = capsys.readouterr().out
+    assert "profile of main" in out and "layout transforms:" in out
+    assert main(["profile", str(model_file), "--dim", "batch=2", "--repeat", "3"]) == 0
     assert "profile of main" in capsys.readouterr().out
+    assert main(["profile", str(model_file), "--dim", "batch=2", "--repeat", "0"]) == 1
+    assert "--repeat must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_a_bad_model_is_one_message(tmp_path: Path, capsys) -> None:

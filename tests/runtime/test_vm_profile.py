@@ -105,3 +105,35 @@ def test_profile_reports_each_kernels_work_and_its_share_of_the_bounds(tmp_path)
     exe = model.executable
     again = Executable.load(exe.save(tmp_path / "exe.kvm"))
     assert again.costs == exe.costs and any("matmul" in c[0] for c in exe.costs)
+
+
+def test_median_of_reports_takes_each_rows_median() -> None:
+    """`ProfileReport.median`: a preemption that lands on one kernel in one call (50 ms) does
+    not reach the merged table; a kernel missing from a call counts 0 there; the layout
+    transforms are counted in the table's last line."""
+    from kiln.runtime.profile import ProfileReport, ProfileRow
+
+    def report(conv_us: float, other_us: float, total_us: float) -> ProfileReport:
+        rows = (
+            ProfileRow("fused_conv2d_relu", 2, conv_us, conv_us / 2, 0.0, flops=10**6),
+            ProfileRow("fused_layout_transform", 1, other_us, other_us, 0.0),
+        )
+        return ProfileReport("main", "compiled", total_us, rows)
+
+    calls = [
+        report(100.0, 10.0, 120.0),
+        report(50_000.0, 12.0, 50_020.0),
+        report(110.0, 11.0, 125.0),
+    ]
+    merged = ProfileReport.median(calls)
+    assert merged.total_us == 125.0
+    conv = next(r for r in merged.rows if r.kernel == "fused_conv2d_relu")
+    assert (conv.total_us, conv.mean_us, conv.calls) == (110.0, 55.0, 2)
+    assert conv.share == pytest.approx(110.0 / 125.0) and conv.flops == 10**6
+    assert [r.kernel for r in merged.layout_rows] == ["fused_layout_transform"]
+    assert "layout transforms: 1 kernels, 1 calls, 11.00 us" in str(merged)
+    partial = ProfileReport("main", "compiled", 100.0, calls[0].rows[:1])
+    lone = ProfileReport.median([calls[0], partial, partial])
+    assert next(r for r in lone.rows if r.kernel == "fused_layout_transform").total_us == 0.0
+    with pytest.raises(ValueError, match="at least one"):
+        ProfileReport.median([])
