@@ -163,11 +163,12 @@ def build(
     )  # fmt: skip
 
 
-def kernel_costs(mod: IRModule) -> tuple[tuple[str, int, int], ...]:
-    """``(kernel, flops, bytes)`` of each PrimFunc that LowerTE gave a ``kiln.cost``."""
+def kernel_costs(mod: IRModule) -> tuple[tuple[str, int | str, int | str], ...]:
+    """``(kernel, flops, bytes)`` of each PrimFunc that LowerTE gave a ``kiln.cost`` (a
+    symbolic count is the text of its expression, `kiln.relax.analysis.cost.Size`)."""
     out = []
     for gv, f in mod.functions.items():
         cost = f.get_attr(COST) if isinstance(f, PrimFunc) else None
         if cost is not None:
-            out.append((gv.name_hint, int(cost[0]), int(cost[1])))
+            out.append((gv.name_hint, *(c if isinstance(c, str) else int(c) for c in cost)))
     return tuple(sorted(out))

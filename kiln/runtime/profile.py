@@ -21,6 +21,7 @@ boundary, so more than a few per model is a missed optimization.
 
 from __future__ import annotations
 
+import ast
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -140,20 +141,50 @@ class ProfileReport:
         return "\n".join(lines)
 
 
+_SIZE_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
+             ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}  # fmt: skip
+
+
+def eval_size(size: int | str, dims: Mapping[str, int]) -> int | None:
+    """A kernel's count (`kiln.relax.analysis.cost.Size`) with the symbolic dims of a call
+    (None when it names a dim the call does not bind, or is not such an expression)."""
+    if isinstance(size, int):
+        return size
+
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return dims[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _SIZE_OPS:
+            return _SIZE_OPS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "max" and node.args:
+            return max(value(a) for a in node.args)
+        raise ValueError(f"not a count: {ast.dump(node)}")
+
+    try:
+        return value(ast.parse(size, mode="eval").body)
+    except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
+        return None
+
+
 def make_report(
     name: str,
     mode: str,
     elapsed_ns: int,
     records: Sequence[Any],
-    costs: Mapping[str, tuple[int, int]],
+    costs: Mapping[str, tuple[int | str, int | str]],
+    dims: Mapping[str, int] | None = None,
 ) -> ProfileReport:
-    """The report of one profiled call from the VM's ``(kernel, calls, ns)`` records and the
-    executable's per-kernel ``(flops, bytes)``."""
+    """The report of one profiled call from the VM's ``(kernel, calls, ns)`` records, the
+    executable's per-kernel ``(flops, bytes)`` and the values of the call's symbolic ``dims``
+    (by name)."""
     total_us = elapsed_ns / 1e3
     rows = []
     for r in records:
         kernel, calls, ns = str(r[0]), int(r[1]), int(r[2])
-        flops, moved = costs.get(kernel, (None, None))
+        cost = costs.get(kernel)
+        flops, moved = (None, None) if cost is None else (eval_size(c, dims or {}) for c in cost)
         rows.append(
             ProfileRow(
                 kernel=kernel,

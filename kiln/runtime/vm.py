@@ -231,7 +231,20 @@ class VirtualMachine:
             elapsed = time.perf_counter_ns() - start
             records = self._handle("profile_stop")
         costs = {k: (f, b) for k, f, b in self.executable.costs}
-        return make_report(name, self.exec_mode, elapsed, records, costs)
+        return make_report(name, self.exec_mode, elapsed, records, costs, self._dims(name, args))
+
+    def _dims(self, name: str, args: tuple[Any, ...]) -> dict[str, int]:
+        """The values of the symbolic dims (by name) that ``args`` give function ``name``."""
+        dims: dict[str, int] = {}
+        sig = next((s for s in self.executable.signatures if s.function == name), None)
+        for spec, arg in zip(sig.inputs if sig else (), args):
+            shape = getattr(arg, "shape", None)
+            if spec.dims is None or shape is None or len(shape) != len(spec.dims):
+                continue
+            for d, n in zip(spec.dims, shape):
+                if isinstance(d, str):
+                    dims.setdefault(d, int(n))
+        return dims
 
 
 def _create(exe: Executable, device: Device) -> tvm_ffi.Function:

@@ -287,9 +287,9 @@ class Executable:
     constants: tuple[Any, ...] = ()
     library: Any = field(default=None)
     signatures: tuple[Signature, ...] = ()
-    costs: tuple[tuple[str, int, int], ...] = ()
+    costs: tuple[tuple[str, int | str, int | str], ...] = ()
     """``(kernel, flops, bytes)`` of the kernels whose work is known
-    (`kiln.relax.analysis.cost`)."""
+    (`kiln.relax.analysis.cost`; a symbolic count is its expression's text)."""
 
     @property
     def exec_mode(self) -> str:
@@ -402,6 +402,13 @@ def _spec(meta: dict[str, Any]) -> TensorSpec:
     return TensorSpec(str(meta["name"]), str(meta["dtype"]), dims)
 
 
+def _count(v: Any) -> int | str:
+    """A cost as stored: an int, or a symbolic count's expression text."""
+    if isinstance(v, str):
+        return v
+    return int(v)
+
+
 def _signature(meta: dict[str, Any]) -> Signature:
     return Signature(
         str(meta["function"]),
@@ -506,7 +513,7 @@ def deserialize(buf: Any, library: Any = None, where: str = "blob") -> Executabl
         functions = tuple(_function(f) for f in meta["functions"])
         constants = tuple(_const_value(c, data) for c in meta["constants"])
         signatures = tuple(_signature(s) for s in meta.get("signatures", ()))
-        costs = tuple((str(k), int(f), int(b)) for k, f, b in meta.get("costs", ()))
+        costs = tuple((str(k), _count(f), _count(b)) for k, f, b in meta.get("costs", ()))
     except (ValueError, KeyError, TypeError) as e:
         raise KilnError(f"corrupt kiln executable ({where}): {e}") from e
     return Executable(functions, decode(code), constants, library, signatures, costs)

@@ -137,3 +137,48 @@ def test_median_of_reports_takes_each_rows_median() -> None:
     assert next(r for r in lone.rows if r.kernel == "fused_layout_transform").total_us == 0.0
     with pytest.raises(ValueError, match="at least one"):
         ProfileReport.median([])
+
+
+def test_symbolic_kernels_get_their_work_from_the_calls_dims(tmp_path) -> None:
+    """A kernel over symbolic dims records its work as an expression of them
+    (`kiln.relax.analysis.cost.Size`); the profile evaluates it with the call's dims, so the
+    same executable reports each size's FLOPs (and keeps them through save/load)."""
+    import kiln
+    from kiln.script import ir as I
+    from kiln.script import relax as R
+    from kiln.vm import Executable
+
+    @I.ir_module
+    class Dyn:
+        @R.function
+        def main(x: R.Tensor(("n", 4), "float32"), w: R.Tensor((4, 2), "float32")):
+            with R.dataflow():
+                y = R.nn.relu(R.matmul(x, w))
+                R.output(y)
+            return y
+
+    model = kiln.compile(Dyn)
+    w = np.ones((4, 2), "float32")
+    for n in (5, 9):
+        (row,) = [
+            r for r in model.profile(np.ones((n, 4), "float32"), w).rows if "matmul" in r.kernel
+        ]
+        assert row.flops == 2 * n * 4 * 2 + n * 2
+        assert row.bytes == 4 * (n * 4 + 4 * 2 + n * 2)
+        assert row.gflops is not None and row.gflops > 0
+    exe = model.executable
+    (cost,) = [c for c in exe.costs if "matmul" in c[0]]
+    assert isinstance(cost[1], str) and "n" in cost[1]
+    assert Executable.load(exe.save(tmp_path / "exe.kvm")).costs == exe.costs
+
+
+def test_eval_size_evaluates_counts_and_nothing_else() -> None:
+    from kiln.runtime.profile import eval_size
+
+    assert eval_size(12, {}) == 12
+    assert eval_size("2 * n * (m + 1) // 3 % 100", {"n": 3, "m": 2}) == 6
+    assert eval_size("max(n * 2, 7)", {"n": 3}) == 7
+    assert eval_size("n * k", {"n": 3}) is None  # a dim the call does not bind
+    assert eval_size("__import__('os').getpid()", {}) is None
+    assert eval_size("n ** 2", {"n": 3}) is None
+    assert eval_size("n // 0", {"n": 3}) is None
