@@ -15,7 +15,10 @@ no more than one block of scores exists at a time:
      output divides it by the row sums.
 
 The query rows are padded to whole blocks of `ROWS` (the rows past the end read the last query
-row again; their results are never stored) and the keys to whole score tiles (`_key_cols`: the
+row again; their results are never stored), the product's columns to whole register tiles
+(the columns past the value's width read its last column again; never stored: a head width of
+20 in 16-column tiles accumulated its second tile with lane-masked stores, 3.5x slower) and the
+keys to whole score tiles (`_key_cols`: the
 padded keys are zero, their scores the lowest float and their exponentials zero), so every
 stage runs whole register tiles and whole vectors for any length, a ViT's prime 197 tokens too.
 
@@ -140,14 +143,16 @@ def attention(
     total = row_reduce(ex, row, te.sum, f"{name}_sum")
     rp = te.reduce_axis(t, name="j")
     nb = q.ndim - 2
+    e = const_int(v.shape[-1])
+    pv_cols = _cols(e, rows, width)
+    e_pad = round_up(e, pv_cols)
     pv = te.compute(
-        (*q.shape[:-2], pad[0], v.shape[-1]),
-        lambda *i: te.sum(ex[(*i[:-1], rp)] * v[(*i[:nb], rp, i[-1])], axis=rp),
+        (*q.shape[:-2], pad[0], e_pad),
+        lambda *i: te.sum(ex[(*i[:-1], rp)] * v[(*i[:nb], rp, _clamped(i[-1], e, e_pad))], axis=rp),
         name=f"{name}_pv",
         attrs=attrs_for(ATTENTION, Pattern.OPAQUE),
     )
     parts.update(max=mx, exp=ex, sum=total, pv=pv)
-    pv_cols = _cols(const_int(v.shape[-1]) or 1, rows, width)
     attrs = attrs_for(
         ATTENTION, Pattern.OPAQUE, parts=parts, rows=rows, qk_cols=qk_cols, pv_cols=pv_cols,
     )  # fmt: skip
