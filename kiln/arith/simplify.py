@@ -46,8 +46,10 @@ from kiln.arith.rules_arith import ARITH
 from kiln.arith.rules_div import DIVMOD
 from kiln.arith.rules_logic import LOGIC
 from kiln.arith.stmt import StmtSimplifier
+from kiln.tir import builtin
 from kiln.tir.expr import (
     Add,
+    Call,
     Div,
     FloorDiv,
     IntImm,
@@ -65,6 +67,7 @@ from kiln.tir.functor import substitute
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
 RULES = rule_table(FOLD, ARITH, DIVMOD, LOGIC)
 MAX_STEPS = 20_000
+_IF_THEN_ELSE = builtin.op("if_then_else")
 
 
 class Analyzer:
@@ -243,10 +246,32 @@ class Analyzer:
         done = self._memo.get(e)
         if done is not None:
             return done
-        out = self._apply_rules(self._rewrite_children(e))
+        taken = self._decided_branch(e)
+        if taken is not None:
+            out = self._rewrite(taken)
+        else:
+            out = self._apply_rules(self._rewrite_children(e))
         self._memo[e] = out
         self._memo[out] = out
         return out
+
+    def _decided_branch(self, e: PrimExpr) -> PrimExpr | None:
+        """The branch an ``if_then_else`` takes when its (scalar) condition simplifies to a
+        constant, else None.
+
+        NOTE: the result is what simplifying every child and then applying
+        `if_then_else_decided` gives (the simplified branch taken), without simplifying the
+        branch not taken. A concat of n inputs is a chain of n nested ``if_then_else``, and
+        `LoopPartition` splits its loop into n pieces, in each of which the chain is decided:
+        bottom-up, every piece simplified every branch's index (DenseNet-121's 25-input concat:
+        3.5 s CPU of `Simplify` for one kernel; ~0.3 s decided first)."""
+        if type(e) is not Call or e.op is not _IF_THEN_ELSE or e.args[0].dtype.lanes != 1:
+            return None
+        taken = as_const_int(self._rewrite(e.args[0]))
+        if taken is None:
+            return None
+        self._steps += 1  # the rule application this stands for
+        return e.args[1] if taken else e.args[2]
 
     def _apply_rules(self, e: PrimExpr) -> PrimExpr:
         for rule in RULES.get(type(e), ()):
