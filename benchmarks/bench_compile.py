@@ -11,7 +11,8 @@ empty folder (nothing of kiln's cache: not the runtime's C, no kernel objects, n
 a *cached* compile in another fresh process with the same folder (a model cache hit). The table
 gives medians over the rounds, and the process's whole wall time (Python start and the import
 of kiln included) of the cached run. Rounds run one after another, one process at a time.
-``--markdown`` writes the table into that file between the ``bench_compile`` markers.
+``--markdown`` writes the table into that file between the ``bench_compile`` markers;
+``--kiln-root DIR`` times the kiln of another checkout (a baseline: ``git archive`` of a commit).
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def worker(path: str) -> None:
     print(json.dumps(result))
 
 
-def measure(path: Path, cache: Path) -> dict[str, float]:
-    """One worker process compiling ``path`` with ``cache`` as kiln's cache folder."""
-    env = {**os.environ, "KILN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+def measure(path: Path, cache: Path, root: Path = ROOT) -> dict[str, float]:
+    """One worker process compiling ``path`` with ``cache`` as kiln's cache folder, and the
+    kiln of checkout ``root``."""
+    env = {**os.environ, "KILN_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
     env.pop("KILN_DEBUG", None)
     start = time.perf_counter()
     out = subprocess.run(
@@ -71,16 +73,17 @@ def measure(path: Path, cache: Path) -> dict[str, float]:
     return result
 
 
-def bench(name: str, rounds: int) -> dict[str, float]:
-    """Median times of ``rounds`` cold + cached compiles of model ``name``."""
+def bench(name: str, rounds: int, root: Path = ROOT) -> dict[str, float]:
+    """Median times of ``rounds`` cold + cached compiles of model ``name`` by the kiln of
+    checkout ``root``."""
     import real_models
 
     path = real_models.export(name)
     cold, cached = [], []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory(prefix="kiln-bench-compile-") as tmp:
-            cold.append(measure(path, Path(tmp)))
-            cached.append(measure(path, Path(tmp)))
+            cold.append(measure(path, Path(tmp), root))
+            cached.append(measure(path, Path(tmp), root))
     med = statistics.median
     return {
         "cold_wall": med(r["wall_s"] for r in cold),
@@ -121,6 +124,12 @@ def main() -> None:
     p.add_argument("--models", default=",".join(real_models.MODELS), help="comma-separated")
     p.add_argument("--rounds", type=int, default=3, help="cold + cached compiles per model")
     p.add_argument("--markdown", type=Path, help="write the table into this markdown file")
+    p.add_argument(
+        "--kiln-root",
+        type=Path,
+        default=ROOT,
+        help="the checkout whose kiln compiles (default: this one), to compare",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
@@ -132,7 +141,7 @@ def main() -> None:
         p.error(f"unknown models {unknown}; known: {', '.join(real_models.MODELS)}")
     results = {}
     for name in names:
-        results[name] = bench(name, args.rounds)
+        results[name] = bench(name, args.rounds, args.kiln_root)
         r = results[name]
         print(
             f"{name}: cold {r['cold_wall']:.1f} s wall, {r['cold_cpu']:.1f} s cpu; "
