@@ -39,11 +39,16 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def worker(path: str) -> None:
-    """Import kiln, compile ``path`` once, print the times as one JSON line."""
+def worker(path: str, root: Path) -> None:
+    """Import the kiln of checkout ``root``, compile ``path`` once, print the times as one
+    JSON line."""
+    sys.path.insert(0, str(root))
     start = time.perf_counter()
     import kiln
     import kiln.driver  # noqa: F401 - the compiler itself, imported lazily by kiln.compile
+
+    if not Path(kiln.__file__).resolve().is_relative_to(root):
+        raise RuntimeError(f"kiln came from {kiln.__file__}, not from {root}")
 
     imported = time.perf_counter()
     cpu0, child0 = time.process_time(), _children_cpu()
@@ -59,11 +64,11 @@ def worker(path: str) -> None:
 def measure(path: Path, cache: Path, root: Path = ROOT) -> dict[str, float]:
     """One worker process compiling ``path`` with ``cache`` as kiln's cache folder, and the
     kiln of checkout ``root``."""
-    env = {**os.environ, "KILN_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
+    env = {**os.environ, "KILN_CACHE_DIR": str(cache)}
     env.pop("KILN_DEBUG", None)
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", str(path)],
+        [sys.executable, __file__, "--worker", str(path), "--kiln-root", str(root)],
         env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if out.returncode != 0:
@@ -117,11 +122,8 @@ def table(results: dict[str, dict[str, float]], rounds: int) -> str:
 
 
 def main() -> None:
-    import real_models
-    from bench_ops import update_readme
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(real_models.MODELS), help="comma-separated")
+    p.add_argument("--models", help="comma-separated (default: the whole real set)")
     p.add_argument("--rounds", type=int, default=3, help="cold + cached compiles per model")
     p.add_argument("--markdown", type=Path, help="write the table into this markdown file")
     p.add_argument(
@@ -132,10 +134,13 @@ def main() -> None:
     )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.worker:
-        worker(args.worker)
+    if args.worker:  # NOTE: before importing real_models, which puts this checkout on the path
+        worker(args.worker, args.kiln_root.resolve())
         return
-    names = [n for n in args.models.split(",") if n]
+    import real_models
+    from bench_ops import update_readme
+
+    names = [n for n in (args.models or ",".join(real_models.MODELS)).split(",") if n]
     unknown = [n for n in names if n not in real_models.MODELS]
     if unknown:
         p.error(f"unknown models {unknown}; known: {', '.join(real_models.MODELS)}")
