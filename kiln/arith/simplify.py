@@ -39,7 +39,7 @@ from kiln.arith.bound import (
     normalize_var_bounds,
 )
 from kiln.arith.constraint import constraint_bounds
-from kiln.arith.linear import mul_factors
+from kiln.arith.linear import Linear, LinearMemo, mul_factors, to_linear
 from kiln.arith.overflow import introduces_overflow
 from kiln.arith.rules import FOLD, rule_table
 from kiln.arith.rules_arith import ARITH
@@ -82,6 +82,7 @@ class Analyzer:
         self._bounds = BoundAnalyzer(normalize_var_bounds(var_bounds))
         self._symbolic_max: dict[Var, PrimExpr] = {}
         self._memo: dict[PrimExpr, PrimExpr] = {}
+        self._linear: LinearMemo = {}
         self._steps = 0
         self.hit_step_limit = False
 
@@ -218,7 +219,7 @@ class Analyzer:
     def simplify(self, expr: Any) -> PrimExpr:
         """An equal, simpler expression (see the module docstring for the guarantees)."""
         expr = convert(expr)
-        self._memo, self._steps = {}, 0
+        self._memo, self._linear, self._steps = {}, {}, 0
         try:
             return self._rewrite(expr)
         except RecursionError:
@@ -226,7 +227,12 @@ class Analyzer:
             # recursion limit (a chain of ~500 additions) is returned as is, which is correct.
             return expr
         finally:
-            self._memo = {}
+            self._memo, self._linear = {}, {}
+
+    def linear(self, e: PrimExpr) -> Linear:
+        """The linear form of ``e``, memoized until the current `simplify` call ends (rules
+        share it: never modify it)."""
+        return to_linear(e, self._linear)
 
     def can_prove(self, cond: Any) -> bool:
         """True only if ``cond`` holds for every assignment within the bounds."""
@@ -276,7 +282,11 @@ class Analyzer:
     def _apply_rules(self, e: PrimExpr) -> PrimExpr:
         for rule in RULES.get(type(e), ()):
             new = rule(e, self)
-            if new is None or new is e or introduces_overflow(new, e, self._memo, self._bounds):
+            if (
+                new is None
+                or new is e
+                or introduces_overflow(new, e, self._memo, self._bounds, self.linear)
+            ):
                 continue
             self._steps += 1
             if self._steps > MAX_STEPS:
