@@ -42,14 +42,14 @@ from kiln.driver.inputs import (
     is_onnx_model,
 )
 from kiln.driver.model_cache import model_key
-from kiln.driver.relax_build import build
+from kiln.driver.relax_build import build, model_flags
 from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.tensor import Device
 from kiln.runtime.vm import ProfileReport
-from kiln.runtime.vm_export import load_executable
+from kiln.runtime.vm_export import load_executable, prebuild_runtime
 from kiln.runtime.vm_format import Executable, TensorSpec
 
 CHECKED_SHAPES = 64
@@ -183,6 +183,8 @@ def compile(  # noqa: A001 - the public name kiln.compile
     with clock.phase("cache lookup + load"):
         hit = cached_model(key, device, entry)
     if hit is None:
+        if key is not None:  # NOTE: the export for the model cache needs them (see the commit)
+            prebuild_runtime(model_flags(tgt))
         with clock.phase("import"):
             mod = as_ir_module(obj, example_args, **options)
         ex = build(mod, tgt, exec_mode, external_codegens=external_codegens, timer=timer)
