@@ -2,8 +2,11 @@
 
 ``Analyzer.simplify(e)`` rewrites bottom-up: children first, then the rules for the node's class
 (`RULES`, one visible list of rule sets) are tried in order; the first that fires returns a new
-expression, which is simplified again. A node no rule changes is final. Results are memoized per
-call by node identity, so shared subtrees are simplified once.
+expression, which is simplified again. A node no rule changes is final. One exception to
+children-first: an ``if_then_else`` whose condition simplifies to a constant becomes its branch
+taken, simplified, and the other branch is never simplified (the same result, at the cost of
+one branch). Results, and the linear forms the rules compute (`Analyzer.linear`), are memoized
+per call by node identity, so shared subtrees are simplified once.
 
 Guarantees: the result has the input's dtype, and at every assignment of the free variables
 within the analyzer's bounds where the input evaluates without signed overflow (and no divisor
