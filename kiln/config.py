@@ -2,7 +2,9 @@
 
 - `KILN_DEBUG`: 0 off; 1 verify after every pass and report optimizations that did not happen
   (`remark`: an explicit-vector loop that fell back, a loop the C compiler did not vectorize);
-  2 also print IR after each pass; 3 also print generated source.
+  2 also print IR after each pass; 3 also print generated source. ``time`` (alone, or with a
+  level: ``1,time``) prints where a compile's time went, per phase and per pass, to stderr
+  (`kiln.driver.timing`); unlike the levels it keeps the model cache on.
 - `KILN_CC`: the C compiler to use (default: `cc`, then `gcc`, then `clang`).
 - `KILN_CACHE_DIR`: where compiled libraries are cached (default `~/.cache/kiln`).
 - `KILN_CACHE_MAX_BYTES`: the cache's size cap: least recently used entries are evicted after a
@@ -40,6 +42,8 @@ class Config:
     num_threads: int | None
     cache_max_bytes: int | None = None
     """None: no cap."""
+    time_passes: bool = False
+    """``KILN_DEBUG`` names ``time``: print a compile's time per phase and pass."""
 
 
 CACHE_MAX_BYTES = 4 * 1024**3
@@ -56,18 +60,37 @@ def _int_env(name: str, default: int | None) -> int | None:
         raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from e
 
 
+def _debug_env() -> tuple[int, bool]:
+    """(level, time) of ``KILN_DEBUG``: comma-separated items, an integer level and/or ``time``."""
+    raw = os.environ.get("KILN_DEBUG", "").strip()
+    items = [x.strip() for x in raw.split(",") if x.strip()]
+    timed = "time" in items
+    levels = [x for x in items if x != "time"]
+    try:
+        if len(levels) > 1:
+            raise ValueError("two levels")
+        return (int(levels[0]) if levels else 0), timed
+    except ValueError as e:
+        raise ValueError(
+            f"environment variable KILN_DEBUG must be an integer, got {raw!r} "
+            "(or 'time', alone or with a level: '1,time')"
+        ) from e
+
+
 def load() -> Config:
     """Read the environment now (tests may change it between calls)."""
     cache = os.environ.get("KILN_CACHE_DIR") or str(Path.home() / ".cache" / "kiln")
     cap = _int_env("KILN_CACHE_MAX_BYTES", CACHE_MAX_BYTES)
     if cap is not None and cap < 0:
         raise ValueError(f"KILN_CACHE_MAX_BYTES must not be negative, got {cap}")
+    level, timed = _debug_env()
     return Config(
-        debug=_int_env("KILN_DEBUG", 0) or 0,
+        debug=level,
         cc=os.environ.get("KILN_CC") or None,
         cache_dir=Path(cache).expanduser(),
         num_threads=_int_env("KILN_NUM_THREADS", None),
         cache_max_bytes=cap or None,
+        time_passes=timed,
     )
 
 

@@ -20,9 +20,22 @@ def test_load_reads_variables(monkeypatch, tmp_path):
     assert (cfg.debug, cfg.cache_dir, cfg.cc) == (2, tmp_path, "gcc")
 
 
+@pytest.mark.parametrize(
+    ("raw", "level", "timed"),
+    [("time", 0, True), ("1,time", 1, True), ("time,3", 3, True), ("2", 2, False)],
+)
+def test_kiln_debug_time(monkeypatch, raw, level, timed):
+    monkeypatch.setenv("KILN_DEBUG", raw)
+    cfg = config.load()
+    assert (cfg.debug, cfg.time_passes) == (level, timed)
+
+
 def test_bad_integer_is_named(monkeypatch):
     monkeypatch.setenv("KILN_DEBUG", "lots")
     with pytest.raises(ValueError, match="KILN_DEBUG must be an integer, got 'lots'"):
+        config.load()
+    monkeypatch.setenv("KILN_DEBUG", "1,2")
+    with pytest.raises(ValueError, match="KILN_DEBUG must be an integer"):
         config.load()
 
 

@@ -97,19 +97,38 @@ class Linear:
         return self.plus(Linear({Atom(atom): coef}))
 
 
-def to_linear(e: PrimExpr) -> Linear:
-    """The linear form of ``e`` (see the module docstring for what counts as an atom)."""
+LinearMemo = dict[PrimExpr, "Linear"]
+"""Linear forms already computed, by node identity (the simplifier keeps one per call)."""
+
+
+def to_linear(e: PrimExpr, memo: LinearMemo | None = None) -> Linear:
+    """The linear form of ``e`` (see the module docstring for what counts as an atom).
+
+    With ``memo``, the forms of ``e`` and of its subexpressions are looked up there first and
+    stored there. NOTE: a memoized form is shared, so no caller modifies a form it gets (the
+    methods of `Linear` return new ones). The simplifier's rules rebuild the form of a sum at
+    every level of it, each from the forms of its operands: without a memo that is quadratic
+    in the number of terms (a flat index of five dimensions: 5.3 -> 1.6 ms to simplify)."""
+    if memo is None:
+        return _to_linear(e, None)
+    hit = memo.get(e)
+    if hit is None:
+        hit = memo[e] = _to_linear(e, memo)
+    return hit
+
+
+def _to_linear(e: PrimExpr, memo: LinearMemo | None) -> Linear:
     if isinstance(e, IntImm):
         return Linear({}, e.value)
     if isinstance(e, Add):
-        return to_linear(e.a).plus(to_linear(e.b))
+        return to_linear(e.a, memo).plus(to_linear(e.b, memo))
     if isinstance(e, Sub):
-        return to_linear(e.a).plus(to_linear(e.b), -1)
+        return to_linear(e.a, memo).plus(to_linear(e.b, memo), -1)
     if isinstance(e, Mul):
         if isinstance(e.b, IntImm):
-            return to_linear(e.a).scaled(e.b.value)
+            return to_linear(e.a, memo).scaled(e.b.value)
         if isinstance(e.a, IntImm):
-            return to_linear(e.b).scaled(e.a.value)
+            return to_linear(e.b, memo).scaled(e.a.value)
     return Linear({Atom(e): 1}, 0)
 
 

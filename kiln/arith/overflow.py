@@ -18,7 +18,7 @@ rewrite of ``(x + 3) + (y + 4) - 2`` to ``x + y + 5`` is refused: ``x + y`` over
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from kiln.arith.bound import BoundAnalyzer, ConstIntBound, dtype_bound
 from kiln.arith.linear import Linear, linear_bound, merge_div_mod, to_linear
@@ -29,10 +29,15 @@ _LINEAR = (Add, Sub, Mul)
 
 
 def introduces_overflow(
-    new: PrimExpr, replaced: PrimExpr, trusted: Container[PrimExpr], bounds: BoundAnalyzer
+    new: PrimExpr,
+    replaced: PrimExpr,
+    trusted: Container[PrimExpr],
+    bounds: BoundAnalyzer,
+    linear: Callable[[PrimExpr], Linear] = to_linear,
 ) -> bool:
     """Whether a node of ``new`` (a rule's result for ``replaced``) that is neither the root nor
-    ``trusted`` may overflow (see the module docstring)."""
+    ``trusted`` may overflow (see the module docstring); ``linear`` computes linear forms (the
+    simplifier passes its memoized `to_linear`)."""
     anchors: list[tuple[PrimExpr, Linear]] | None = None
     pending: list[tuple[PrimExpr, bool]] = [(new, True)]
     order: list[PrimExpr] = []
@@ -51,13 +56,13 @@ def introduces_overflow(
         if not bounds.may_overflow(node):
             continue
         if anchors is None:
-            anchors = _anchors(replaced)
-        if not any(_fits_through(node, t, lin, bounds) for t, lin in anchors):
+            anchors = _anchors(replaced, linear)
+        if not any(_fits_through(node, t, lin, bounds, linear) for t, lin in anchors):
             return True
     return False
 
 
-def _anchors(e: PrimExpr) -> list[tuple[PrimExpr, Linear]]:
+def _anchors(e: PrimExpr, linear: Callable[[PrimExpr], Linear]) -> list[tuple[PrimExpr, Linear]]:
     """``e`` and the non-leaf nodes of its top linear layers (and of its operands'), with
     their linear forms."""
     out: list[tuple[PrimExpr, Linear]] = []
@@ -67,7 +72,7 @@ def _anchors(e: PrimExpr) -> list[tuple[PrimExpr, Linear]]:
         if isinstance(node, (Var, IntImm)):
             continue
         if node.dtype.is_int and node.dtype.lanes == 1:
-            out.append((node, merge_div_mod(to_linear(node))))
+            out.append((node, merge_div_mod(linear(node))))
         if node is e or isinstance(node, _LINEAR):
             for name in ("a", "b"):
                 child = getattr(node, name, None)
@@ -76,11 +81,17 @@ def _anchors(e: PrimExpr) -> list[tuple[PrimExpr, Linear]]:
     return out
 
 
-def _fits_through(node: PrimExpr, anchor: PrimExpr, t: Linear, bounds: BoundAnalyzer) -> bool:
+def _fits_through(
+    node: PrimExpr,
+    anchor: PrimExpr,
+    t: Linear,
+    bounds: BoundAnalyzer,
+    linear: Callable[[PrimExpr], Linear],
+) -> bool:
     """Whether ``s * node == anchor - d`` (see the module docstring) keeps ``node`` in range."""
     if anchor.dtype != node.dtype:
         return False
-    p = to_linear(node)
+    p = linear(node)
     scale = _scale(p, t)
     if scale is None:
         return False

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, Optional, Protocol
 
 from kiln.arith.bound import ConstIntBound
+from kiln.arith.linear import Linear
 from kiln.ir.dtype import DataType
 from kiln.ir.op import CallEffect, Op
 from kiln.tir.expr import (
@@ -64,6 +65,10 @@ class RewriteContext(Protocol):
 
     def symbolic_max(self, v: Var) -> PrimExpr | None:
         """The largest value of ``v`` as an expression (``seq - 1`` in a loop over ``seq``)."""
+        ...
+
+    def linear(self, e: PrimExpr) -> Linear:
+        """`kiln.arith.linear.to_linear` of ``e``, memoized for the call (never modify it)."""
         ...
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.arith.linear import from_linear, linear_bound, merge_div_mod, to_linear
+from kiln.arith.linear import from_linear, linear_bound, merge_div_mod
 from kiln.arith.rules import RewriteContext, RuleSet, is_index, is_pure, make_int
 from kiln.ir.structural import structural_equal
 from kiln.ir.visitor import post_order_visit
@@ -63,7 +63,7 @@ def canonical_linear(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     """Collect like terms and constants: ``x*2 + y + x*3 - y + 1 + 2`` -> ``x*5 + 3``."""
     if not is_index(e.dtype) or not is_pure(e):
         return None
-    lin = merge_div_mod(to_linear(e))
+    lin = merge_div_mod(ctx.linear(e))
     if len(lin.terms) == 1 and lin.const == 0 and next(iter(lin.terms.values())) == 1:
         new: PrimExpr | None = next(iter(lin.terms)).expr
     else:
@@ -99,7 +99,7 @@ def cast_widen_through(e: Cast, ctx: RewriteContext) -> PrimExpr | None:
 
 def diff_bound(a: PrimExpr, b: PrimExpr, ctx: RewriteContext) -> tuple[int, int]:
     """Bounds of ``a - b`` computed on the linear form (so shared terms cancel)."""
-    d = linear_bound(to_linear(a).plus(to_linear(b), -1), ctx.const_int_bound)
+    d = linear_bound(ctx.linear(a).plus(ctx.linear(b), -1), ctx.const_int_bound)
     return d.min_value, d.max_value
 
 

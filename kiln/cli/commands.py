@@ -15,13 +15,20 @@ import numpy as np
 
 from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
+from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.runtime.profile import ProfileReport
 
 
 def _model(args: argparse.Namespace, quiet: bool = True) -> Any:
+    timed = getattr(args, "time_passes", False) or config.load().time_passes
     return compile_model(
-        args.model, args.target, args.exec_mode, parse_shapes(args.shape), quiet=quiet
+        args.model,
+        args.target,
+        args.exec_mode,
+        parse_shapes(args.shape),
+        quiet=quiet,
+        timer=CompileTimer() if timed else None,
     )
 
 

@@ -4,7 +4,8 @@ A model compiled before (same file bytes, shapes, target and kiln) loads from ki
 cache (`kiln.driver.model_cache`), as with `kiln.compile`. Stages: import the model (a `.onnx`
 file, or an exported `.so` to load), each graph-level pass of `default_relax_pipeline`, then VM
 code generation and the C compiler over all kernels (one library). The bar (tqdm) is drawn only
-when stderr is a terminal; otherwise compiling is quiet.
+when stderr is a terminal; otherwise compiling is quiet. ``--time-passes`` (or
+``KILN_DEBUG=time``) prints where the time went, per phase and pass (`kiln.driver.timing`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kiln.driver.model import CompiledModel, cached_model, load, remember
 from kiln.driver.model_cache import model_key
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.driver.relax_build import build
+from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext
@@ -74,27 +76,50 @@ def compile_model(
     exec_mode: str = "compiled",
     shapes: dict[str, Any] | None = None,
     quiet: bool = False,
+    timer: CompileTimer | None = None,
 ) -> CompiledModel:
     """A compiled model from an ONNX file (or an exported `.so`, loaded as it is); a model
-    compiled before with the same options loads from kiln's model cache, as `kiln.compile`."""
+    compiled before with the same options loads from kiln's model cache, as `kiln.compile`.
+    ``timer`` records the phases (and its table is printed to stderr at the end)."""
     if Path(path).suffix == ".so":
         return load(path)
+    clock = timer or CompileTimer()
     options = {"shape_dict": shapes} if shapes else {}
     tgt = Target(target)
-    key = model_key(path, tgt, exec_mode, "main", (), options)
-    hit = cached_model(key)
-    if hit is not None:
-        return hit
+    with clock.phase("cache key"):
+        key = model_key(path, tgt, exec_mode, "main", (), options)
+    with clock.phase("cache lookup + load"):
+        hit = cached_model(key)
+    if hit is None:
+        hit = _compile(path, tgt, exec_mode, options, quiet, clock, key)
+    if timer is not None:
+        print(timer.table(), file=sys.stderr)
+    return hit
+
+
+def _compile(
+    path: str,
+    tgt: Target,
+    exec_mode: str,
+    options: dict[str, Any],
+    quiet: bool,
+    clock: CompileTimer,
+    key: str | None,
+) -> CompiledModel:
     passes = default_relax_pipeline(tgt)
     with _bar(len(passes) + 2, quiet) as bar:
         bar.set_postfix_str("import")
-        mod = as_ir_module(path, **options)
+        with clock.phase("import"):
+            mod = as_ir_module(path, **options)
         bar.update(1)
         pipeline = [_Ticking(p, bar) for p in passes]
         bar.set_postfix_str("vm codegen + C compiler")
-        exe = build(mod, tgt, exec_mode, pipeline=pipeline)
+        exe = build(mod, tgt, exec_mode, pipeline=pipeline, timer=clock)
         bar.update(1)
-    return remember(key, CompiledModel(exe, None, "main", input_specs(mod)))
+    with clock.phase("vm init"):
+        model = CompiledModel(exe, None, "main", input_specs(mod))
+    with clock.phase("cache store"):
+        return remember(key, model)
 
 
 def kernel_count(model: CompiledModel) -> int:

@@ -1,6 +1,7 @@
 """``kiln`` / ``python -m kiln``: compile, run, benchmark and profile models from the shell.
 
     kiln compile model.onnx -o model.so          # progress bar on a terminal, quiet otherwise
+    kiln compile model.onnx -o m.so --time-passes   # ... and the time of each phase and pass
     kiln run model.so --input x=x.npy [-o out/]  # writes out/output_0.npy ...
     kiln bench model.onnx [--threads 1,2] [--against onnxruntime]
     kiln profile model.onnx                      # the per-kernel time table (GFLOP/s, GB/s)
@@ -41,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     _add_model_options(c)
     c.add_argument("-o", "--output", required=True, help="the .so to write")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--time-passes", action="store_true",
+                   help="print the time of each phase and pass to stderr")  # fmt: skip
     r = sub.add_parser("run", help="run a model on .npy inputs, write .npy outputs")
     _add_model_options(r)
     r.add_argument("--input", action="append", metavar="NAME=FILE.npy", default=[],

@@ -19,7 +19,7 @@ from kiln.errors import KilnError
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
-from kiln.ir.transform import Pass, PassContext, Sequential
+from kiln.ir.transform import Pass, PassContext, PassInstrument, Sequential
 from kiln.runtime import Module
 from kiln.tir.analysis import verify_well_formed
 from kiln.tir.attrs import CALLING_CONV, KERNEL_LAUNCH
@@ -42,13 +42,16 @@ def lower(
     target: str | Target = "c",
     *,
     pipeline: Sequence[Pass] | None = None,
+    instruments: Sequence[PassInstrument] = (),
 ) -> IRModule:
-    """Verify ``obj`` and run the TIR pipeline for ``target``; returns the lowered module."""
+    """Verify ``obj`` and run the TIR pipeline for ``target`` (with ``instruments`` besides
+    those of ``KILN_DEBUG``); returns the lowered module."""
     mod = as_module(obj)
     tgt = build_target(target)
     level = config.load().debug
     verify_well_formed(mod)
     ctx = PassContext.for_debug_level(level, verify=verify_well_formed)
+    ctx.instruments.extend(instruments)
     passes = list(pipeline) if pipeline is not None else default_tir_pipeline(tgt)
     return Sequential(passes)(mod, ctx)
 

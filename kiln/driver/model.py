@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kiln import config
 from kiln.driver import model_cache
 from kiln.driver.build import build_target
 from kiln.driver.dims import DeclaredDims, SizeRouter, fixed_shapes
@@ -40,13 +42,14 @@ from kiln.driver.inputs import (
     is_onnx_model,
 )
 from kiln.driver.model_cache import model_key
-from kiln.driver.relax_build import build
+from kiln.driver.relax_build import build, model_flags
+from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.tensor import Device
 from kiln.runtime.vm import ProfileReport
-from kiln.runtime.vm_export import load_executable
+from kiln.runtime.vm_export import load_executable, prebuild_runtime
 from kiln.runtime.vm_format import Executable, TensorSpec
 
 CHECKED_SHAPES = 64
@@ -172,14 +175,26 @@ def compile(  # noqa: A001 - the public name kiln.compile
 
         model.sizes = size_router(model, declared, obj, options, fixed)
         return model
+    timer = CompileTimer() if config.load().time_passes else None
+    clock = timer or CompileTimer()
     tgt = build_target(target)
-    key = model_key(obj, tgt, exec_mode, entry, external_codegens, options)
-    hit = cached_model(key, device, entry)
-    if hit is not None:
-        return hit
-    mod = as_ir_module(obj, example_args, **options)
-    ex = build(mod, tgt, exec_mode, external_codegens=external_codegens)
-    return remember(key, CompiledModel(ex, device, entry, input_specs(mod, entry)))
+    with clock.phase("cache key"):
+        key = model_key(obj, tgt, exec_mode, entry, external_codegens, options)
+    with clock.phase("cache lookup + load"):
+        hit = cached_model(key, device, entry)
+    if hit is None:
+        if key is not None:  # NOTE: the export for the model cache needs them (see the commit)
+            prebuild_runtime(model_flags(tgt))
+        with clock.phase("import"):
+            mod = as_ir_module(obj, example_args, **options)
+        ex = build(mod, tgt, exec_mode, external_codegens=external_codegens, timer=timer)
+        with clock.phase("vm init"):
+            model = CompiledModel(ex, device, entry, input_specs(mod, entry))
+        with clock.phase("cache store"):
+            hit = remember(key, model)
+    if timer is not None:
+        print(timer.table(), file=sys.stderr)
+    return hit
 
 
 def size_router(

@@ -31,6 +31,7 @@ from kiln.codegen.units import Unit, generate_unit, pack_units
 from kiln.driver.build import build_target, lower
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.driver.signature import signatures
+from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
@@ -64,8 +65,10 @@ def lower_to_vm(
     *,
     pipeline: Sequence[Pass] | None = None,
     external_codegens: Sequence[str] = (),
+    timer: CompileTimer | None = None,
 ) -> IRModule:
-    """``mod`` after the graph-level pipeline: VM-form functions and their kernels."""
+    """``mod`` after the graph-level pipeline: VM-form functions and their kernels (each pass
+    a phase of ``timer``, when given)."""
     if not isinstance(mod, IRModule):
         raise KilnError(f"kiln.relax.build expects an IRModule, got {type(mod).__name__}")
     if not any(isinstance(f, Function) for f in mod.functions.values()):
@@ -77,11 +80,17 @@ def lower_to_vm(
         pipeline = default_relax_pipeline(
             build_target(target), external_codegens=tuple(external_codegens)
         )
-    return Sequential(list(pipeline))(mod, debug_pass_context())
+    ctx = debug_pass_context()
+    if timer is not None:
+        ctx.instruments.append(timer.passes("graph"))
+    return Sequential(list(pipeline))(mod, ctx)
 
 
 def build_library(
-    tir_mod: IRModule, target: Target, flags: Sequence[str] | None = None
+    tir_mod: IRModule,
+    target: Target,
+    flags: Sequence[str] | None = None,
+    timer: CompileTimer | None = None,
 ) -> tuple[Module | None, tuple[str, ...], tuple[str, ...]]:
     """(library, its C translation units, the flags they were compiled with) of the kernels
     and ``__vmtir__`` functions of ``tir_mod`` and its external C; no library and no units when
@@ -90,7 +99,9 @@ def build_library(
     The functions are split into parts (`pack_units`: a few per CPU), and each part is lowered
     and generated as one C translation unit while the units before it compile (`compile_units`
     runs the C compiler in parallel, cached per unit); a last unit holds the library's list of
-    exposed functions and the external C. The objects are linked into one library."""
+    exposed functions and the external C. The objects are linked into one library. With a
+    ``timer``: the TIR passes (summed over units), C code generation, the wait for the compiler
+    and the load are its phases, each unit's compile and the link its details."""
     externals: tuple[ExternalSource, ...] = tuple(tir_mod.get_attr(EXTERNAL_MODS, ()))
     prims = {gv: f for gv, f in tir_mod.items() if isinstance(f, PrimFunc)}
     base_flags = model_flags(target, flags)
@@ -100,23 +111,35 @@ def build_library(
     all_flags = (*base_flags, *(f for f in extra if f not in base_flags))
     jobs = os.cpu_count() or 1
     units: list[Unit] = []
+    clock = timer or CompileTimer()
+    tir_passes = [] if timer is None else [timer.passes("tir")]
 
     def sources() -> Iterator[str]:
         for part in pack_units(IRModule(prims), UNITS_PER_CPU * jobs):
-            units.append(generate_unit(lower(part, target)))
+            with clock.phase("tir: (verify, split)"):
+                lowered = lower(part, target, instruments=tir_passes)
+            with clock.phase("c codegen"):
+                units.append(generate_unit(lowered))
             yield units[-1].source
         # NOTE: the external symbols are listed with the kernels, so the VM finds them by name.
         exposed = [*(n for u in units for n in u.exposed), *(e.symbol for e in externals)]
         signatures = {k: v for u in units for k, v in u.signatures.items()}
         yield linked_source(metadata_c_source(exposed, signatures), externals)[0]
 
-    path, objects, texts = compile_units(sources(), flags=all_flags, name_hint="kiln_vm", jobs=jobs)
+    report = None if timer is None else timer.detail
+    # NOTE: the units are lowered inside (phases of their own); what is left is the wait.
+    with clock.phase("c compile (waiting) + link"):
+        path, objects, texts = compile_units(
+            sources(), flags=all_flags, name_hint="kiln_vm", jobs=jobs, report=report
+        )
     if config.load().debug >= 3:
         print(f"# ---- generated source for target {target} ----", file=sys.stderr)
         print(joined_source(texts), file=sys.stderr)
-    for obj, unit in zip(objects, units):
-        report_missed_vectorization(obj, unit.loops)
-    return load_module(path, source=joined_source(texts)), texts, all_flags
+    with clock.phase("load"):
+        for obj, unit in zip(objects, units):
+            report_missed_vectorization(obj, unit.loops)
+        library = load_module(path, source=joined_source(texts))
+    return library, texts, all_flags
 
 
 def model_flags(target: Target, flags: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -139,28 +162,35 @@ def build(
     flags: Sequence[str] | None = None,
     pipeline: Sequence[Pass] | None = None,
     external_codegens: Sequence[str] = (),
+    timer: CompileTimer | None = None,
 ) -> Executable:
     """Compile the graph-level module ``mod`` for the VM (see the module docstring).
 
     ``flags`` replaces the C compiler's default flags for the library (and its export; the
     target's ``-march`` is added unless they name one); ``external_codegens`` names the external
     codegens (``"dnnl"``) whose supported subgraphs are partitioned out to them; ``pipeline``
-    replaces `default_relax_pipeline` altogether.
+    replaces `default_relax_pipeline` altogether; ``timer`` records the phases
+    (`kiln.driver.timing`).
     """
     check_exec_mode(exec_mode)
     tgt = build_target(target)
     if tgt.kind != "c":
         raise KilnError(f"the kiln VM runs on the CPU for now: build for target 'c', not {tgt}")
-    lowered = lower_to_vm(mod, tgt, pipeline=pipeline, external_codegens=external_codegens)
+    clock = timer or CompileTimer()
+    lowered = lower_to_vm(
+        mod, tgt, pipeline=pipeline, external_codegens=external_codegens, timer=timer
+    )
     builder = ExecBuilder()
-    tir_mod = vm_codegen(lowered, exec_mode, builder)
-    library, units, all_flags = build_library(tir_mod, tgt, flags)
-    base = builder.executable(library)
-    source = joined_source(units) if units else None
-    return Executable(
-        base.functions, base.instructions, base.constants, library, signatures(mod),
-        kernel_costs(lowered), source=source, flags=all_flags, units=units or None,
-    )  # fmt: skip
+    with clock.phase("vm codegen"):
+        tir_mod = vm_codegen(lowered, exec_mode, builder)
+    library, units, all_flags = build_library(tir_mod, tgt, flags, timer)
+    with clock.phase("executable"):
+        base = builder.executable(library)
+        source = joined_source(units) if units else None
+        return Executable(
+            base.functions, base.instructions, base.constants, library, signatures(mod),
+            kernel_costs(lowered), source=source, flags=all_flags, units=units or None,
+        )  # fmt: skip
 
 
 def kernel_costs(mod: IRModule) -> tuple[tuple[str, int | str, int | str], ...]:

@@ -55,16 +55,28 @@ class VerifyAfterPass(PassInstrument):
 
 @dataclass
 class TimePasses(PassInstrument):
-    """Records seconds spent in each pass, by name."""
+    """Records the seconds spent in each pass, by name: wall time in ``times``, this process's
+    CPU time in ``cpu_times``. A pass run inside another (a pass calling passes with the same
+    context) counts for itself only, so the times of all passes add up to the time spent in
+    passes."""
 
     times: dict[str, float] = field(default_factory=dict)
-    _start: float = 0.0
+    cpu_times: dict[str, float] = field(default_factory=dict)
+    _open: list[list[float]] = field(default_factory=list)
+    """Per pass running: [wall at start, cpu at start, wall of inner passes, cpu of inner]."""
 
     def before_pass(self, mod: IRModule, pass_: Pass) -> None:
-        self._start = time.perf_counter()
+        self._open.append([time.perf_counter(), time.process_time(), 0.0, 0.0])
 
     def after_pass(self, mod: IRModule, pass_: Pass) -> None:
-        self.times[pass_.name] = self.times.get(pass_.name, 0.0) + time.perf_counter() - self._start
+        wall0, cpu0, inner_wall, inner_cpu = self._open.pop()
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        if self._open:
+            self._open[-1][2] += wall
+            self._open[-1][3] += cpu
+        name = pass_.name
+        self.times[name] = self.times.get(name, 0.0) + wall - inner_wall
+        self.cpu_times[name] = self.cpu_times.get(name, 0.0) + cpu - inner_cpu
 
 
 @dataclass

@@ -31,6 +31,8 @@ import os
 import platform
 import shutil
 import tempfile
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,10 @@ import numpy as np
 
 from kiln.errors import KilnError
 from kiln.runtime.module import Module, metadata_c_source
-from kiln.runtime.parallel_build import compile_units
+from kiln.runtime.parallel_build import OBJECT_NAME, compile_object, compile_units
 from kiln.runtime.toolchain import DEFAULT_FLAGS, build_inputs, cache_directory
 from kiln.runtime.vm_format import Executable, deserialize
-from kiln.runtime.vm_runtime import load_vm_runtime, runtime_units
+from kiln.runtime.vm_runtime import RUNTIME_FLAGS, load_vm_runtime, runtime_loaded, runtime_units
 
 BLOB_FUNC = "__kiln_vm_executable"
 """The tvm-ffi name of the function returning the embedded executable blob."""
@@ -141,6 +143,40 @@ def _library_source(exe: Executable, source: str | None) -> str:
     raise KilnError("export_library: pass the C source of the executable's library as source=")
 
 
+def export_flags(flags: Sequence[str] | None) -> tuple[str, ...]:
+    """The flags `export_library` compiles and links with, given the executable's ``flags``."""
+    base = DEFAULT_FLAGS if flags is None else tuple(flags)
+    # NOTE: -lpthread is link-only (the cached objects of the units stay valid): the thread
+    # pool's pthread calls resolve even where libc does not hold them and the flags lack -fopenmp.
+    return (*base, *(() if "-lpthread" in base else ("-lpthread",)))
+
+
+def prebuild_runtime(flags: Sequence[str] | None) -> list[Future[Path | None]]:
+    """Start compiling, one compiler process at a time in a background thread, the objects
+    that exporting an executable compiled with ``flags`` will link besides its own units
+    (kiln's runtime and `blob_c_source`), and, when this process has no runtime yet, those of
+    the runtime `load_vm_runtime` builds; returns at once, with a future per object (its
+    path, or None when it failed).
+
+    The objects land in the build cache, where the later builds find them (nothing is lost if
+    those start first: the cache builds each entry once). A cold compile thus runs these
+    compilers beside its own Python work instead of after it. Failures are left to the later
+    builds to report."""
+    jobs = [] if runtime_loaded() else [(u, RUNTIME_FLAGS) for u in runtime_units()]
+    jobs += [(u, export_flags(flags)) for u in (*runtime_units(), blob_c_source())]
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kiln-prebuild")
+    futures = [pool.submit(_compile_quietly, unit, unit_flags) for unit, unit_flags in jobs]
+    pool.shutdown(wait=False)
+    return futures
+
+
+def _compile_quietly(unit: str, flags: tuple[str, ...]) -> Path | None:
+    try:
+        return compile_object(unit, flags=flags, name_hint=OBJECT_NAME)
+    except Exception:  # noqa: BLE001 - the build that needs the object reports the failure
+        return None
+
+
 def export_library(
     exe: Executable,
     path: str | os.PathLike[str],
@@ -161,10 +197,7 @@ def export_library(
     cache = cache_directory()
     blob_path = cache / f"kiln_vm_blob-{digest}.bin"
     asm_path = cache / f"kiln_vm_blob-{digest}.s"
-    base = DEFAULT_FLAGS if flags is None else tuple(flags)
-    # NOTE: -lpthread is link-only (the cached objects of the units stay valid): the thread
-    # pool's pthread calls resolve even where libc does not hold them and the flags lack -fopenmp.
-    link = (*base, *(() if "-lpthread" in base else ("-lpthread",)), str(asm_path))
+    link = (*export_flags(flags), str(asm_path))
     own = units if units else (_library_source(exe, source),)
     # NOTE: the blob is only read while linking: the library holds it, so it is not kept
     with build_inputs({blob_path: blob, asm_path: asm_source(blob_path).encode()}):

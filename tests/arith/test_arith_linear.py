@@ -69,3 +69,16 @@ def test_the_guard_checks_new_intermediates_not_the_root() -> None:
     # x + 1 == (x + 5) - 4, and x + 5 does not overflow: proven through the anchor
     free = BoundAnalyzer()
     assert not introduces_overflow(FloorDiv(x + 1, 4) + 1, FloorDiv(x + 5, 4), set(), free)
+
+
+def test_memoized_linear_forms_equal_fresh_ones_and_are_reused() -> None:
+    x, y = Var("x"), Var("y")
+    inner = x * 3 + y
+    e = (inner - 7) * 2 + x
+    memo: dict = {}
+    lin = to_linear(e, memo)
+    fresh = to_linear(e)
+    assert (dict(lin.terms), lin.const) == (dict(fresh.terms), fresh.const)
+    assert list(lin.items()) == list(fresh.items())  # the same order of terms too
+    assert inner in memo and e in memo  # the forms of subexpressions are kept
+    assert to_linear(e, memo) is lin and to_linear(inner, memo) is memo[inner]

@@ -461,3 +461,36 @@ def test_no_rule_loops_on_a_realistic_index() -> None:
     assert structural_equal(an.simplify(FloorDiv(fused, 512)), i0 * 8 + i1)
     assert structural_equal(an.simplify(FloorDiv(FloorMod(fused, 4096), 512)), i1)
     assert not an.hit_step_limit
+
+
+class _Recording(Analyzer):
+    """An analyzer that records every expression its rewrite driver is asked to simplify."""
+
+    def __init__(self, bounds: Any) -> None:
+        super().__init__(bounds)
+        self.seen: list[PrimExpr] = []
+
+    def _rewrite(self, e: PrimExpr) -> PrimExpr:
+        self.seen.append(e)
+        return super()._rewrite(e)
+
+
+def test_decided_if_then_else_chain_simplifies_only_the_branch_taken() -> None:
+    """A concat's chain of ``if_then_else`` under a loop piece that decides it: the result is
+    the simplified branch taken, and the branches not taken are never simplified."""
+    from kiln.tir.op import if_then_else
+
+    c = Var("c")
+    reads = [(i * 16 + j) - k * 64 + 0 for k in range(6)]
+    chain: PrimExpr = reads[-1]
+    for k in reversed(range(5)):
+        chain = if_then_else(LT(c, IntImm("int32", (k + 1) * 4)), reads[k], chain)
+    an = _Recording({c: (8, 11), i: (0, 3), j: (0, 15)})
+    got = an.simplify(chain)
+    assert structural_equal(got, simplify(reads[2], {c: (8, 11), i: (0, 3), j: (0, 15)}))
+    seen = {id(e) for e in an.seen}
+    assert id(reads[2]) in seen
+    assert not {id(reads[k]) for k in (0, 1, 3, 4, 5)} & seen
+    # undecided (c may be on either side of 12): both sides are simplified, nothing is dropped
+    open_chain = Analyzer({c: (8, 13), i: (0, 3), j: (0, 15)}).simplify(chain)
+    assert "if_then_else" in str(open_chain)

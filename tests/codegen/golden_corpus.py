@@ -80,6 +80,15 @@ def _symbolic_add() -> tir.PrimFunc:
     return te.lower(topi.schedule_for([z], TARGET), [x, y, z], name="add_dynamic")
 
 
+def _concat() -> tuple[list[te.Tensor], list[te.Tensor]]:
+    """A DenseNet-style concat of eight inputs along the channels, then scale, shift and relu:
+    a chain of eight ``if_then_else`` over the channel, whose loop is split per input."""
+    xs = [_ph(1, 16 if k == 0 else 2, 4, 4, name=f"x{k}") for k in range(8)]
+    s, b = _ph(1, 30, 1, 1, name="s"), _ph(1, 30, 1, 1, name="b")
+    y = topi.relu(topi.add(topi.multiply(topi.concatenate(xs, axis=1), s), b))
+    return [*xs, s, b], [y]
+
+
 def _script(file: str) -> IRModule:
     return from_source((CORPUS_SCRIPTS / file).read_text())
 
@@ -124,6 +133,7 @@ def kernels() -> dict[str, Callable[[], tir.PrimFunc | IRModule]]:
         "gelu": lambda: _topi("gelu", _unary(topi.gelu)),
         "transpose": lambda: _topi("transpose", _unary(lambda x: topi.transpose(x, (1, 0)))),
         "add_dynamic": _symbolic_add,
+        "concat_scale_relu": lambda: _topi("concat", _concat),
         "seed000_subroutine": lambda: _script("seed000_subroutine.py"),
         "cpu_reduce_tir": lambda: _script("cpu_reduce.py"),
         "vectors_tir": lambda: _script("vectors.py"),

@@ -1,6 +1,7 @@
 """Pass infrastructure: sequencing, instruments, the debug-level context, pass errors."""
 
 import io
+import time
 from dataclasses import replace
 
 import pytest
@@ -34,6 +35,30 @@ def test_sequential_runs_in_order_and_instruments_see_each_pass():
     assert mod.get_attr("seen") == 2
     assert list(timer.times) == ["rename-attr"]
     assert out.getvalue().count("after rename-attr") == 2
+
+
+class Outer(Pass):
+    name = "outer"
+
+    def run(self, mod, ctx):
+        time.sleep(0.02)
+        return Sequential([Sleepy()])(mod, ctx)
+
+
+class Sleepy(Pass):
+    name = "sleepy"
+
+    def run(self, mod, ctx):
+        time.sleep(0.1)
+        return mod
+
+
+def test_time_passes_counts_a_nested_pass_for_itself():
+    timer = TimePasses()
+    Sequential([Outer()])(caller_module(), PassContext(instruments=[timer]))
+    assert set(timer.times) == set(timer.cpu_times) == {"outer", "sleepy"}
+    assert 0.015 <= timer.times["outer"] < 0.1 <= timer.times["sleepy"]
+    assert all(t >= 0 for t in timer.cpu_times.values())
 
 
 def test_debug_level_one_verifies_and_names_the_pass():

@@ -115,3 +115,19 @@ def test_a_45mb_weight_blob_exports_and_loads(tmp_path: Path) -> None:
     assert float(np.asarray(out, dtype="float64").sum()) == pytest.approx(
         float(weights.astype("float64").sum())
     )
+
+
+def test_prebuilt_runtime_objects_leave_the_export_only_its_own_unit_and_link(
+    counting_cc, tmp_path: Path
+) -> None:
+    """`prebuild_runtime` compiles what an export links besides the executable's own C
+    (kiln's two runtime units, the blob accessor) ahead of time: the export then compiles only
+    its own unit and links (without it: three compiles more)."""
+    from kiln.runtime.vm_export import export_library, prebuild_runtime
+
+    exe = kernel_chain().build("compiled")
+    futures = prebuild_runtime(None)
+    assert futures and all(f.result(timeout=300) is not None for f in futures)
+    before = counting_cc()
+    export_library(exe, tmp_path / "model.so")
+    assert counting_cc() - before == 2

@@ -42,15 +42,23 @@ def fresh_copy(func: PrimFunc) -> PrimFunc:
     return Rebind(fresh=True).visit(func)
 
 
-def renew_defs(node: Any) -> Any:
-    """``node`` with a fresh copy of every variable it defines (loop, let, allocation and
-    declared-buffer variables); variables it only uses stay as they are. A second copy of a
-    statement then defines no variable twice."""
-    fresh: dict[Var, Any] = {}
+def defined_vars(node: Any) -> list[Var]:
+    """The variables ``node`` defines (loop, let, allocation and declared-buffer variables), in
+    the order their definitions appear."""
+    found: dict[Var, None] = {}
     for n in pre_order_nodes(node):
         for name in getattr(n, "_def_fields", ()):
             value = getattr(n, name)
             var = value.data if isinstance(value, Buffer) else getattr(value, "var", value)
-            if isinstance(var, Var) and var not in fresh:
-                fresh[var] = replace(var)
+            if isinstance(var, Var):
+                found.setdefault(var)
+    return list(found)
+
+
+def renew_defs(node: Any, defined: list[Var] | None = None) -> Any:
+    """``node`` with a fresh copy of every variable it defines (loop, let, allocation and
+    declared-buffer variables); variables it only uses stay as they are. A second copy of a
+    statement then defines no variable twice. ``defined``: `defined_vars` of ``node`` (or of a
+    statement defining the same variables), when the caller has it already."""
+    fresh = {var: replace(var) for var in (defined_vars(node) if defined is None else defined)}
     return Rebind(fresh).visit(node) if fresh else node
