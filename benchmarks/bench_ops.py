@@ -402,9 +402,10 @@ def thread_env(lib: str, threads: int) -> dict[str, str]:
     OpenBLAS outside the numpy worker (1 thread: numpy there only checks results, and an idle
     OpenBLAS thread spins for a long time, stealing a core).
 
-    NOTE: ``MKL_NUM_THREADS`` matters to kiln too: tvm-ffi imports torch when it is installed,
-    torch's bundled ``libgomp.so.1`` is then the one every kiln kernel binds to (same soname),
-    and torch sets that runtime's thread count from ``MKL_NUM_THREADS`` / ``OMP_NUM_THREADS``.
+    NOTE: ``MKL_NUM_THREADS`` matters to kiln too where torch is imported before kiln: torch's
+    bundled ``libgomp.so.1`` is then the one every kiln kernel binds to (same soname), and torch
+    sets that runtime's thread count from ``MKL_NUM_THREADS`` / ``OMP_NUM_THREADS`` (kiln's
+    runtime no longer lets tvm-ffi import torch itself, `kiln.runtime._import_tvm_ffi`).
     """
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "KILN_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):

@@ -16,11 +16,12 @@
 
 Most parallel loops run on kiln's own thread pool (`kiln.runtime.thread_pool`, sized by
 `pool_threads`); the rest (bodies that may raise) are OpenMP regions.
-`apply_openmp_defaults()` runs before the runtime first loads OpenMP (through tvm_ffi, which may
-import torch and its libgomp): it turns `KILN_NUM_THREADS` into `OMP_NUM_THREADS` and, unless the
-user chose a policy, sets `OMP_WAIT_POLICY=passive`. NOTE: with libgomp's default spin-waiting, an
-idle worker competes for the CPU with other processes; on a small shared machine a parallel kernel
-then often loses a whole scheduler tick (measured: 8 ms instead of 0.19 ms for a 1M-element relu).
+`apply_openmp_defaults()` runs before the runtime first loads OpenMP (through tvm_ffi, or
+torch's libgomp where the user imported torch first): it turns `KILN_NUM_THREADS` into
+`OMP_NUM_THREADS` and, unless the user chose a policy, sets `OMP_WAIT_POLICY=passive`. NOTE:
+with libgomp's default spin-waiting, an idle worker competes for the CPU with other processes;
+on a small shared machine a parallel kernel then often loses a whole scheduler tick (measured:
+8 ms instead of 0.19 ms for a 1M-element relu).
 OpenMP reads these once, so importing torch before kiln leaves its settings in force.
 """
 

@@ -9,9 +9,32 @@ This layer imports only the standard library, numpy, tvm_ffi, `kiln.errors` and 
 never `kiln.ir`, `kiln.tir` or anything above them, so a compiled artifact loads on its own.
 """
 
+import sys
+
 from kiln import config
 
 config.apply_openmp_defaults()  # before tvm_ffi (and through it libgomp) is first loaded
+
+
+def _import_tvm_ffi() -> None:
+    """Import tvm_ffi without letting it import torch, unless the process already has.
+
+    NOTE: tvm_ffi imports torch whenever it is installed (for its torch fast paths); that is
+    2.8 s of every process that loads kiln's runtime (measured: a child that builds and runs one
+    kernel, 3.5 s with the import, 0.7 s without). kiln hands tensors to tvm_ffi through
+    ``__dlpack__``, which needs no torch module, so torch tensors still convert; a later
+    ``import torch`` works as usual (it then shares the libgomp kiln's kernels loaded)."""
+    blocked = "torch" not in sys.modules
+    if blocked:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` fails
+    try:
+        import tvm_ffi  # noqa: F401
+    finally:
+        if blocked and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+
+
+_import_tvm_ffi()
 
 import tvm_ffi  # noqa: E402
 
