@@ -341,6 +341,39 @@ def test_channel_blocks_loop_inside_the_tiles_when_all_filters_fit_in_l2() -> No
     assert not tile(single).blocks_inner
 
 
+@pytest.mark.parametrize("target", ["c", pytest.param(AVX2, marks=needs_avx2)])
+def test_row_bands_when_the_tiles_loop_over_many_output_blocks(
+    target: str, rng: np.random.Generator
+) -> None:
+    """With the blocks inside the tiles and at least `BAND_MIN_BLOCKS` of them, the row tiles
+    go in bands (the last one partial here) and (band, block) runs in parallel; a residual add
+    in the epilogue reads along each band. Checked against numpy; few blocks keep one band."""
+    inputs, outs, arrays, wants = [], [], [], []
+    for k, (c, h, o, kk, pad) in enumerate([(64, 24, 256, 1, 0), (32, 30, 128, 3, 1)]):
+        case = (1, c, h, h, o, kk, 1, pad, 1, 1, 16, 16)
+        ts, arrs, _, (s, p, d, g) = _operands(case, k, rng)
+        y = x86.conv2d_nchwc(*ts, s, p, d, g, name=f"y{k}", target=target)
+        tile = y.op.input_tensors[0].op.attrs["tile"]
+        assert tile.blocks_inner and 0 < tile.band < -(-h // tile.th)
+        assert (-(-h // tile.th)) % tile.band  # a partial last band
+        res = te.placeholder(shape_of(y), name=f"r{k}")
+        outs.append(topi.relu(topi.add(y, res)))
+        inputs += [*ts, res]
+        r = rng.standard_normal(shape_of(y)).astype("float32")
+        arrays += [*arrs, r]
+        x = transform_array(arrs[0], f"NCHW{16}c", "NCHW")
+        f = transform_array(arrs[1], "OIHW16i16o", "OIHW")
+        conv = transform_array(conv_ref(x, f, s, p, d, g), "NCHW", "NCHW16c")
+        wants.append(np.maximum(conv + r, 0))
+    few = te.placeholder((4, 4, 1, 1, 16, 16), name="few")
+    acc = x86.conv2d_nchwc(inputs[0], few, 1, 0, target=target).op.input_tensors[0]
+    assert acc.op.attrs["tile"].band == 0
+    results = [np.zeros(shape_of(t), "float32") for t in outs]
+    _build(outs, inputs, target)["main"](*arrays, *results)
+    for got, want in zip(results, wants):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("stride", [1, 2])
 def test_depthwise_kernel_is_vectorized_along_the_channel_block(
     stride: int, rng: np.random.Generator
