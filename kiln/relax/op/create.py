@@ -33,7 +33,7 @@ from kiln.relax.op.common import (
 )
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import INT64, StructInfo, TensorStructInfo
-from kiln.tir.expr import FloatImm, IntImm, PrimExpr
+from kiln.tir.expr import FloatImm, IntImm, Max, PrimExpr
 from kiln.topi.tag import Pattern
 
 
@@ -152,7 +152,11 @@ def _arange_length(call: Call, start: Any, end: Any, step: Any, dtype: DataType)
     if not dtype.is_integer:
         raise fail(call, "symbolic bounds need an integer dtype")
     s = [v if v.dtype == INT64 else v.astype(INT64) for v in (start, end, step)]
-    return simplify_dim((s[1] - s[0] + s[2] - 1) // s[2])
+    if isinstance(step, IntImm) and step.value < 0:  # ceil((end - start) / step), stepping back
+        return simplify_dim(Max((s[0] - s[1] + (-step.value - 1)) // -step.value, IntImm(INT64, 0)))
+    if isinstance(step, IntImm) and step.value == 0:
+        raise fail(call, "step cannot be 0")
+    return simplify_dim(Max((s[1] - s[0] + s[2] - 1) // s[2], IntImm(INT64, 0)))
 
 
 def _infer_arange(call: Call, ctx: Any) -> StructInfo:

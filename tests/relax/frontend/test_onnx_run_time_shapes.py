@@ -110,6 +110,57 @@ def test_slice_bounds_from_inputs_count_from_the_end_and_clamp() -> None:
     _check(model, [{"x": X, "st": _i64(s), "en": _i64(e)} for s, e in cases])
 
 
+@pytest.mark.parametrize("steps", [(2, 1), (-1, -2), (3, -3)], ids=["fwd", "back", "mixed"])
+def test_slice_bounds_from_inputs_with_steps(steps: tuple[int, int]) -> None:
+    """Run-time bounds with any steps on two axes (onnxruntime's clamping: a step back starts
+    at n - 1 at most and ends at -1 at least), empty results included."""
+    node = h.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])
+    x = np.arange(42, dtype=np.float32).reshape(6, 7)
+    model = _model(
+        node,
+        [("x", T.FLOAT, [6, 7]), ("st", T.INT64, [2]), ("en", T.INT64, [2]), ("ax", T.INT64, [2])],
+    )
+    model.graph.input.pop()  # axes and steps: initializers
+    model.graph.initializer.append(onnx.numpy_helper.from_array(_i64(0, 1), "ax"))
+    model.graph.initializer.append(onnx.numpy_helper.from_array(_i64(*steps), "sp"))
+    big = 2**62
+    cases = [((0, 0), (big, big)), ((-1, -1), (-big, -big)), ((5, 6), (0, 1)), ((1, 2), (5, 6))]
+    cases += [((-100, 9), (100, -100)), ((2, 3), (2, 3)), ((10, -8), (-10, 8))]
+    _check(model, [{"x": x, "st": _i64(*b), "en": _i64(*e)} for b, e in cases])
+
+
+def test_slice_with_steps_up_to_symbolic_bounds() -> None:
+    """Bounds computed from a symbolic dim (``x[:, t::-2]`` and ``x[:, :2*t:3]``, t the
+    sequence): symbolic output dims, every sequence length matching onnxruntime."""
+    inputs = [h.make_tensor_value_info("x", T.FLOAT, [2, 9])]
+    inputs.append(h.make_tensor_value_info("s", T.FLOAT, [2, "t"]))
+    nodes = [
+        h.make_node("Shape", ["s"], ["sh"]),
+        h.make_node("Slice", ["sh", "one", "two"], ["tt"]),
+        h.make_node("Mul", ["tt", "two"], ["t2"]),
+        h.make_node("Slice", ["x", "tt", "low", "ax", "back"], ["y1"]),
+        h.make_node("Slice", ["x", "zero", "t2", "ax", "three"], ["y2"]),
+    ]
+    consts = dict(one=[1], two=[2], low=[-(2**62)], ax=[1], back=[-2], zero=[0], three=[3])
+    graph = h.make_graph(
+        nodes,
+        "g",
+        inputs,
+        [h.make_tensor_value_info(y, T.FLOAT, None) for y in ("y1", "y2")],
+        [onnx.numpy_helper.from_array(_i64(*v), k) for k, v in consts.items()],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    outs = from_onnx(model)["main"].ret_struct_info.fields
+    assert all(o.dims[0].value == 2 and "t" in str(o.dims[1]) for o in outs), outs
+    compiled = kiln.compile(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.arange(18, dtype=np.float32).reshape(2, 9)
+    for n in (0, 1, 4, 5, 12):
+        feed = {"x": x, "s": np.zeros((2, n), np.float32)}
+        for got, want in zip(compiled(*feed.values()), sess.run(None, feed)):
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(n))
+
+
 @pytest.mark.parametrize(
     "onnx_type, dims, make",
     [

@@ -503,6 +503,13 @@ CREATE = [
     ),
     Case(
         "relax.arange",
+        lambda x: R.arange(relax.PrimValue(x.struct_info.dims[0] * 3), 1, -2, "int64"),
+        [f32(5)],
+        lambda a: np.arange(15, 1, -2),
+        name="step back",
+    ),
+    Case(
+        "relax.arange",
         lambda x: R.arange(0.5, 3.0, 0.25),
         [X],
         lambda a: np.arange(0.5, 3.0, 0.25, dtype="float32"),

@@ -1,8 +1,8 @@
 """Data movement: ``Transpose Flatten Squeeze Unsqueeze Concat Split Slice Gather GatherND Tile
 Trilu Pad OneHot DepthToSpace SpaceToDepth``.
 
-Axes, splits, slice bounds and pads must be known at import time (attributes, constants, or
-symbolic dims for slice bounds).
+Axes, splits, steps and pads must be known at import time (attributes or constants); Slice's
+bounds may also be symbolic dims or values computed from data (read when the model runs).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 
 from kiln.errors import FrontendError
 from kiln.relax import op as R
+from kiln.relax.analysis.struct_info import simplify_dim
 from kiln.relax.expr import Expr, PrimValue, ShapeExpr, const
 from kiln.relax.frontend.common import ident
 from kiln.relax.frontend.onnx import values as V
@@ -26,7 +27,7 @@ from kiln.relax.frontend.onnx.ops import (
     static_dims,
 )
 from kiln.relax.frontend.onnx.ops.shape import as_dim, shape_input
-from kiln.tir.expr import IntImm, Max, Min, PrimExpr
+from kiln.tir.expr import IntImm, Max, Min, PrimExpr, Select
 
 
 def axes_of(ctx: Ctx, node: Node, ins: list[Any], index: int, name: str = "axes") -> Any:
@@ -106,54 +107,74 @@ def _split(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     return [ctx.emit(out[k], ident(node.outputs[k], "lv")) for k in range(count)]
 
 
-def _clamp(v: Any, n: Any, step: int) -> Any:
-    """A Python-slice bound on an axis of extent ``n`` (ints or `tir` expressions)."""
-    if isinstance(v, PrimExpr) or isinstance(n, PrimExpr):
-        v = as_dim(v)
-        return Min(Max(v, IntImm("int64", 0)), as_dim(n))
-    return v
-
-
 @converter("Slice")
 def _slice(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    """``strided_slice`` for bounds known at import time; otherwise one ``take`` of an index
+    range per axis, with ONNX's rules (a negative bound counts from the end, bounds clamp to
+    the axis, any nonzero step) applied to the symbolic bounds, or, for bounds that are
+    run-time values, to the tensors before they are read as dims (`_run_time_bounds`)."""
     x = ctx.tensor(ins, 0)
+    n = ndim(x)
     run_time = any(isinstance(v, Expr) for v in ins[1:3]) and "starts" not in node.attrs
+    steps = axes_of(ctx, node, ins, 4, "steps")
+    if steps is not None and 0 in steps:
+        raise FrontendError("Slice's steps cannot be 0")
     if run_time:
-        ins = [ins[0], *_run_time_bounds(ctx, node, ins), *ins[3:]]
+        ins = [ins[0], *_run_time_bounds(ctx, node, ins, steps), *ins[3:]]
     starts = _bounds(ctx, node, ins, "starts", 1)
     ends = _bounds(ctx, node, ins, "ends", 2)
-    axes = axes_of(ctx, node, ins, 3) or list(range(len(starts)))
-    steps = axes_of(ctx, node, ins, 4, "steps") or [1] * len(starts)
-    n = ndim(x)
-    axes = [a % n for a in axes]
+    axes = [a % n for a in axes_of(ctx, node, ins, 3) or range(len(starts))]
+    steps = steps or [1] * len(starts)
     if all(not isinstance(v, PrimExpr) for v in (*starts, *ends)):
         big = 2**62
         starts = [max(min(int(s), big), -big) for s in starts]
         ends = [max(min(int(e), big), -big) for e in ends]
         return ctx.emit(R.strided_slice(x, axes, starts, ends, steps))
-    out = x
-    sizes = dim_values(x)
+    out, sizes = x, dim_values(x)
     for a, b, e, s in zip(axes, starts, ends, steps):
-        if s != 1:
-            raise FrontendError("a Slice with symbolic bounds needs step 1")
-        lo, hi = _clamp(b, sizes[a], s), _clamp(e, sizes[a], s)
-        idx = ctx.emit(R.arange(PrimValue(as_dim(lo)), PrimValue(as_dim(hi)), 1, "int64"))
-        # NOTE: unchecked: 0 <= lo <= hi <= n, so the range holds only valid indices
-        out = ctx.emit(R.take(out, idx, a, mode="fast"))
+        if run_time:  # clamped already; a negative step's end was read plus one
+            lo, count = _count(as_dim(b), as_dim(e) - (1 if s < 0 else 0), s, sizes[a])
+        else:
+            lo, count = _count(*_clamped(b, e, s, sizes[a]), s, sizes[a])
+        idx = R.arange(PrimValue(lo), PrimValue(simplify_dim(lo + count * s)), s, "int64")
+        # NOTE: unchecked: every index of the range lies in [0, n)
+        out = ctx.emit(R.take(out, ctx.emit(idx), a, mode="fast"))
     return out
 
 
-def _run_time_bounds(ctx: Ctx, node: Node, ins: list[Any]) -> list[Any]:
+def _clamped(b: Any, e: Any, step: int, n: Any) -> tuple[PrimExpr, PrimExpr]:
+    """ONNX's slice bounds on an axis of extent ``n``: a negative bound counts from the end;
+    then, stepping forward, both clamp to ``[0, n]``; stepping back, the start to ``[0, n-1]``
+    and the end to ``[-1, n-1]``."""
+    n = as_dim(n)
+
+    def wrap(v: Any) -> PrimExpr:
+        if not isinstance(v, PrimExpr):
+            return as_dim(v + n if v < 0 else v) if isinstance(n, PrimExpr) else as_dim(v)
+        return Select(v < IntImm("int64", 0), v + n, v)
+
+    zero, one = IntImm("int64", 0), IntImm("int64", 1)
+    if step > 0:
+        return Min(Max(wrap(b), zero), n), Min(Max(wrap(e), zero), n)
+    return Min(Max(wrap(b), zero), n - one), Min(Max(wrap(e), -one), n - one)
+
+
+def _count(lo: PrimExpr, hi: PrimExpr, step: int, n: Any) -> tuple[PrimExpr, PrimExpr]:
+    """The first index and the element count of the clamped range ``lo:hi:step``."""
+    zero = IntImm("int64", 0)
+    if step > 0:
+        count = Max((hi - lo + (step - 1)) // step, zero)
+    else:  # at most n: an empty axis clamps its start to 0 (the run-time reading)
+        count = Min(Max((lo - hi + (-step - 1)) // -step, zero), as_dim(n))
+    return simplify_dim(lo), simplify_dim(count)
+
+
+def _run_time_bounds(ctx: Ctx, node: Node, ins: list[Any], steps: Any) -> list[Any]:
     """Slice bounds computed from data, made what ONNX means by them before they are read as
-    dims (which are never negative): a negative bound counts from the end, both are clamped to
-    the axis and the end is at least the start (an empty slice). Step 1 only."""
+    dims (which are never negative): a negative bound counts from the end, then both clamp to
+    the axis as `_clamped` says; a negative step's end (at least -1) is read plus one."""
     x = ctx.tensor(ins, 0)
     axes = axes_of(ctx, node, ins, 3)
-    steps = axes_of(ctx, node, ins, 4, "steps")
-    if steps and any(s != 1 for s in steps):
-        for v in ins[1:3]:
-            ctx.needs_constant(v, "Slice's bounds (with a step other than 1)")
-        raise FrontendError("a Slice with bounds computed from data needs step 1")
     first = dim_values(ctx.expr(ins[1], "int64"))
     size = first[0] if len(first) == 1 else None
     if not isinstance(size, int):
@@ -161,15 +182,17 @@ def _run_time_bounds(ctx: Ctx, node: Node, ins: list[Any]) -> list[Any]:
     n = ndim(x)
     extents = [dim_values(x)[a % n] for a in (axes or range(size))]
     ext = ctx.expr(V.sym_array(extents))
+    back = const(np.array([int(s < 0) for s in steps or [1] * size], "int64"))
     zero = const(np.zeros(1, "int64"))
     out = []
     for v in ins[1:3]:
         t = ctx.expr(v, "int64")
         t = t if dtype(t) == "int64" else ctx.emit(R.astype(t, "int64"))
-        t = ctx.emit(R.where(ctx.emit(R.less(t, zero)), ctx.emit(R.add(t, ext)), t))
-        out.append(ctx.emit(R.minimum(ctx.emit(R.maximum(t, zero)), ext)))
-    out[1] = ctx.emit(R.maximum(out[1], out[0]))
-    return out
+        out.append(ctx.emit(R.where(ctx.emit(R.less(t, zero)), ctx.emit(R.add(t, ext)), t)))
+    top = ctx.emit(R.subtract(ext, back))  # a negative step starts at n - 1 at most
+    start = ctx.emit(R.maximum(ctx.emit(R.minimum(out[0], top)), zero))
+    end = ctx.emit(R.minimum(ctx.emit(R.maximum(ctx.emit(R.add(out[1], back)), zero)), ext))
+    return [start, end]
 
 
 def _bounds(ctx: Ctx, node: Node, ins: list[Any], name: str, index: int) -> list[Any]:
