@@ -9,7 +9,8 @@ import pytest
 
 from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
-from kiln.topi.x86.attention import ROWS
+from kiln.topi.x86.attention import block_rows
+from kiln.topi.x86.cpu import cpu_target
 from tests.topi.conftest import allocations_of, run
 
 
@@ -73,8 +74,9 @@ def test_scratch_holds_one_block_of_scores(rng) -> None:
     out = topi.x86.attention(*ph)
     func = te.lower(topi.schedule_for(out), [*ph, out])
     sizes = [int(np.prod([int(e.value) for e in a.extents])) for a in allocations_of(func)]
-    assert max(sizes) == 2 * 256 * 32  # the transposed key; scores: ROWS x 256 at a time
-    assert any(s == ROWS * 256 for s in sizes)
+    rows, _ = block_rows(256, 256, 32, cpu_target("c"))
+    assert max(sizes) == 2 * 256 * 32  # the transposed key; scores: rows x 256 at a time
+    assert any(s == rows * 256 for s in sizes)
 
 
 def test_prime_lengths_take_whole_register_tiles() -> None:
@@ -91,7 +93,22 @@ def test_prime_lengths_take_whole_register_tiles() -> None:
     ]  # fmt: skip
     assert guards == []
     loops = [n for n in tir.pre_order_nodes(func.body) if isinstance(n, tir.For)]
-    assert any(lp.kind == tir.ForKind.UNROLLED and lp.extent.value == ROWS for lp in loops)
+    rows, _ = block_rows(197, 197, 64, cpu_target("c"))
+    assert any(lp.kind == tir.ForKind.UNROLLED and lp.extent.value == rows for lp in loops)
+
+
+@pytest.mark.parametrize(
+    ("target", "regs"), [("c -mcpu=haswell", 16), ("c -mcpu=skylake-avx512", 32)]
+)
+def test_register_tiles_fit_the_vector_registers(target: str, regs: int) -> None:
+    """Both products' tiles keep their accumulators, a row of vectors and a broadcast in the
+    target's registers (AVX2: 6 rows of 2 vectors; 8-row tiles spilled)."""
+    ph = [te.placeholder((1, 2, 100, 64), name=n) for n in "qkv"]
+    attrs = topi.x86.attention(*ph, target=target).op.attrs
+    lanes = 8 if regs == 16 else 16
+    for cols in (attrs["qk_cols"], attrs["pv_cols"]):
+        vectors = cols // lanes
+        assert attrs["rows"] * vectors + vectors + 1 <= regs, (attrs["rows"], cols)
 
 
 def test_bad_input_names_the_operand() -> None:

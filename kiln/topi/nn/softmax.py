@@ -25,7 +25,7 @@ from kiln import te
 from kiln.errors import IRValueError
 from kiln.te import Tensor
 from kiln.tir import op as tir_op
-from kiln.tir.expr import Max, PrimExpr
+from kiln.tir.expr import Cast, Max, PrimExpr
 from kiln.topi import tag
 from kiln.topi.math import EXP_LO, exp_nonpositive
 from kiln.topi.utils import check_float, check_tensor, fconst, normalize_axis
@@ -50,7 +50,11 @@ def shifted_exp(x: Tensor, m: Tensor, ax: int, name: str, valid: int | None = No
             e = exp_nonpositive(Max(v, mv + fconst(EXP_LO, x.dtype)) - mv)
         else:
             e = tir_op.math("exp", v - mv)
-        return e if valid is None else tir_op.select(i[ax] < valid, e, fconst(0.0, x.dtype))
+        if valid is None:
+            return e
+        # NOTE: a product with the 0/1 mask, not a select: the C select evaluates one side only,
+        # so GCC gathers the scores it reads under the mask (a masked load per vector)
+        return e * Cast(x.dtype, i[ax] < valid)
 
     return te.compute(x.shape, f, name=name, tag=tag.BROADCAST, attrs=tag.attrs_for(tag.BROADCAST))
 

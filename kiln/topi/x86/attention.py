@@ -33,6 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
+from kiln.ir.dtype import DataType
+from kiln.ir.target import Target
 from kiln.te import Schedule, Tensor
 from kiln.tir import op as tir_op
 from kiln.topi.generic.common import ScheduleContext, register_schedule
@@ -42,7 +44,7 @@ from kiln.topi.nn.softmax import row_reduce, shifted_exp
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int, fconst
 from kiln.topi.x86 import common
-from kiln.topi.x86.cpu import cpu_target, lanes, round_up
+from kiln.topi.x86.cpu import TILE_ROWS, cpu_target, lanes, round_up, tile_vectors
 
 ATTENTION = "x86_attention"
 """Tag of the output stage; its attrs hold the other stages (``parts``) and the block size."""
@@ -54,17 +56,55 @@ def _part(shape: Any, fn: Any, name: str) -> Tensor:
 
 
 ROWS = 8
-"""Query rows per block (at most; the largest count up to this that divides the rows)."""
+"""Query rows per block (at most) with 32 vector registers (AVX-512): tiles of 8 rows by 3
+vectors, 24 accumulators (GCC spills beyond). With 16 (AVX2) a block has `TILE_ROWS` rows and
+its tiles 2 vectors, as the matrix products' (8-row blocks with 16 accumulators spilled:
+measured on Zen 3, 1 thread, -O2, Whisper-tiny's attention (6 heads, 750 tokens) 33 -> 38
+GFLOP/s, DeiT-tiny's (197 tokens) 35 -> 49)."""
 
-ACCUMULATORS = 24
-"""Vector registers a register tile may hold (of 32 with AVX-512; GCC spills beyond)."""
+
+MIN_ACCUMULATORS = 10
+"""A register tile with fewer accumulators waits on its FMAs' latency (see `block_rows`)."""
 
 
-def _key_cols(t: int, rows: int, lanes: int) -> int:
+SHORT_ROWS = 4096
+"""With AVX2, query rows whose score and value rows multiply to at most this many values keep
+`ROWS`-row blocks (the fewest padded rows of 6-8) of 3-vector tiles, spilling a few
+accumulators: their blocks are so short that the block count, not the tiles, sets the time
+(MobileViT's 49 tokens with heads of 20, 1 thread: 7-row blocks 265 us, 8-row 289, 6-row
+313-330, 4-row 331-344)."""
+
+
+def block_rows(s: int, t: int, e: int, target: Target) -> tuple[int, int]:
+    """Query rows per block and the most vectors in a row of a register tile on ``target``,
+    for ``s`` query rows, ``t`` keys and a value width ``e``: `ROWS` rows with 32 registers,
+    and with 16 for short rows (`SHORT_ROWS`); otherwise, of `TILE_ROWS` and the two counts
+    below it, the one with the least padded work in the value product (rows padded to whole
+    blocks, columns to whole tiles, a tile of fewer than `MIN_ACCUMULATORS` counted as that
+    many), the most rows on ties.
+    NOTE: AVX-512 keeps its measured 8-row blocks (fewer rows there are not measured)."""
+    if target.cpu.vector_registers >= 32:
+        rows = min(ROWS, s)
+        return rows, tile_vectors(target, rows)
+    if t * e <= SHORT_ROWS:
+        most = min(ROWS, s)
+        return min(range(most, max(0, most - 3), -1), key=lambda r: round_up(s, r)), 3
+    width = lanes(target, DataType.parse("float32"))
+
+    def cost(r: int) -> float:
+        cols = _cols(e, width, tile_vectors(target, r))
+        acc = r * cols // width
+        return round_up(s, r) * round_up(e, cols) * max(acc, MIN_ACCUMULATORS) / acc
+
+    most = min(TILE_ROWS, s)
+    rows = min(range(most, max(0, most - 3), -1), key=cost)
+    return rows, tile_vectors(target, rows)
+
+
+def _key_cols(t: int, rows: int, lanes: int, most: int) -> int:
     """Columns of a ``rows``-row register tile of the score product over ``t`` keys: the whole
-    vectors (at most `ACCUMULATORS` in the tile) that pad ``t`` least, counting a tile too
-    narrow to keep the FMA units busy (fewer FMAs than loads per step) as wider work."""
-    most = max(1, ACCUMULATORS // rows)
+    vectors (at most ``most``) that pad ``t`` least, counting a tile too narrow to keep the FMA
+    units busy (fewer FMAs than loads per step) as wider work."""
 
     def cost(v: int) -> tuple[float, int]:
         padded = round_up(t, v * lanes)
@@ -73,10 +113,9 @@ def _key_cols(t: int, rows: int, lanes: int) -> int:
     return min(range(1, most + 1), key=cost) * lanes
 
 
-def _cols(n: int, rows: int, lanes: int) -> int:
-    """Columns of a ``rows``-row register tile over ``n`` columns: whole vectors, at most
-    `ACCUMULATORS` in the tile, dividing ``n`` where a count of vectors does."""
-    most = max(1, ACCUMULATORS // rows)
+def _cols(n: int, lanes: int, most: int) -> int:
+    """Columns of a register tile over ``n`` columns: whole vectors, at most ``most``,
+    dividing ``n`` where a count of vectors does."""
     fits = [v for v in range(most, 0, -1) if n % (v * lanes) == 0]
     return (fits[0] if fits else most) * lanes
 
@@ -132,9 +171,10 @@ def attention(
     if any(const_int(d) is None for t in (q, k, v) for d in t.shape):
         return None
     s, t = const_int(q.shape[-2]), const_int(k.shape[-2])
-    width = lanes(cpu_target(target), q.dtype)
-    rows = min(ROWS, s)
-    qk_cols = _key_cols(t, rows, width)
+    tgt = cpu_target(target)
+    width = lanes(tgt, q.dtype)
+    rows, most = block_rows(s, t, const_int(v.shape[-1]), tgt)
+    qk_cols = _key_cols(t, rows, width, most)
     pad = (round_up(s, rows), round_up(t, qk_cols))
     parts = _scores(q, k, bias, scale, name, pad)
     row, score = q.ndim - 1, parts["score"]
@@ -144,7 +184,7 @@ def attention(
     rp = te.reduce_axis(t, name="j")
     nb = q.ndim - 2
     e = const_int(v.shape[-1])
-    pv_cols = _cols(e, rows, width)
+    pv_cols = _cols(e, width, most)
     e_pad = round_up(e, pv_cols)
     pv = te.compute(
         (*q.shape[:-2], pad[0], e_pad),
