@@ -288,6 +288,26 @@ class CExprEmitter(DeepWalker, ABC):
         blend = f"({vt})((({mt}){a} & {m}) | (({mt}){b} & ~{m}))"
         return f"({{ {vt} {a} = {self.expr(e.a)}; {vt} {b} = {self.expr(e.b)}; {mask} {blend}; }})"
 
+    def blend_select(self, e: E.Select) -> str | None:
+        """A vector select as a blend of the bits by its condition's mask, or None where that
+        does not apply: the condition must be lane-wise compares of vectors whose elements are
+        as wide as the result's (a mask of the same type; `_mask_bits`), both values vectors.
+        NOTE: the lane-by-lane loop stays scalar in GCC's -O2 output: SiLU's clamps in a conv's
+        epilogue ran 3x slower than the separate kernel."""
+        elem = e.dtype.element_of()
+        if not self.BLEND_VECTORS or elem.is_bool or storage_float_suffix(elem) is not None:
+            return None
+        if any(v.dtype.lanes != e.dtype.lanes for v in (e.true_value, e.false_value)):
+            return None
+        if _mask_bits(e.condition, e.dtype.lanes) != elem.bits:
+            return None
+        vt = self.type_of(e.dtype)
+        mt = self.type_of(DataType("int", elem.bits, e.dtype.lanes))
+        a, b, m = self.temp(), self.temp(), self.temp()
+        binds = f"{vt} {a} = {self.expr(e.true_value)}; {vt} {b} = {self.expr(e.false_value)};"
+        mask = f"{mt} {m} = ({mt})({self.expr(e.condition)});"
+        return f"({{ {binds} {mask} ({vt})((({mt}){a} & {m}) | (({mt}){b} & ~{m})); }})"
+
     def helper_call(self, e: E.BinaryOp, kind: str, body: str) -> str:
         """A call of the per-type helper ``kiln_<kind>_<dtype>(a, b)`` (lane-wise on vectors)."""
         elem = e.dtype.element_of()
@@ -318,6 +338,9 @@ class CExprEmitter(DeepWalker, ABC):
 
     def expr_Select(self, e: E.Select) -> str:
         if e.dtype.lanes > 1:
+            blend = self.blend_select(e)
+            if blend is not None:
+                return blend
             fmt = lambda c, t, f: f"({c} ? {t} : {f})"  # noqa: E731
             return self.lanewise(e.dtype, fmt, e.condition, e.true_value, e.false_value)
         cond, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
@@ -558,3 +581,19 @@ def c_string(text: str) -> str:
 def is_op(e: Any, name: str) -> bool:
     """True if ``e`` is a call of the builtin ``tir.<name>``."""
     return isinstance(e, E.Call) and isinstance(e.op, Op) and e.op.name == f"tir.{name}"
+
+
+def _mask_bits(cond: E.PrimExpr, lanes: int) -> int | None:
+    """The element width of the mask C's vector extensions give ``cond`` (a compare of two
+    ``lanes``-lane vectors, or ``&``/``|``/``!`` of such masks), None when it is not one."""
+    if isinstance(cond, E.CMP_OPS):
+        a, b = cond.a, cond.b
+        if a.dtype.lanes != lanes or b.dtype.lanes != lanes:
+            return None
+        return a.dtype.element_of().bits
+    if isinstance(cond, (E.And, E.Or)):
+        bits = _mask_bits(cond.a, lanes)
+        return bits if bits == _mask_bits(cond.b, lanes) else None
+    if isinstance(cond, E.Not):
+        return _mask_bits(cond.a, lanes)
+    return None

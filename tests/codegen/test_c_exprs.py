@@ -308,3 +308,26 @@ def test_numpy_float16_arrays_pass_directly(storage: Module) -> None:
     c = np.zeros(N, dtype="float16")
     storage["axpy_float16"](a, b, c)
     np.testing.assert_array_equal(c, (a * np.float16(1.5)) + b)
+
+
+def test_a_vector_select_is_a_blend_of_its_mask() -> None:
+    """A select of explicit vectors by a compare of same-width vectors is one blend of bits
+    (no lane-by-lane loop, which GCC's -O2 leaves scalar), both sides evaluated, NaN
+    conditions false as in scalar C, and values bit-exact (-0.0, NaN, inf pass through)."""
+    from kiln import te
+    from kiln.topi.x86 import common
+
+    x = te.placeholder((64,), name="x")
+    y = te.compute((64,), lambda i: tir.Select(x[i] < 0.5, x[i] * 2.0, x[i] - 1.0), name="y")
+    s = te.create_schedule(y)
+    _, inner = s[y].split(y.op.axis[0], factor=8)
+    common.vectorize(s[y], inner)
+    mod = kiln.build(te.lower(s, [x, y]), target="c")
+    assert "for (int kiln_l" not in mod.inspect_source()
+    a = np.random.default_rng(0).standard_normal(64).astype("float32")
+    a[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.5, 0.49999997]
+    out = np.zeros(64, "float32")
+    mod["main"](a, out)
+    with np.errstate(invalid="ignore"):
+        want = np.where(a < 0.5, a * 2, a - 1).astype("float32")
+    np.testing.assert_array_equal(out.view("uint32"), want.view("uint32"))

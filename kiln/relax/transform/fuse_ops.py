@@ -7,8 +7,10 @@ shapes are known) are grouped by the records' `Pattern`:
 - a reduction joins the injective group(s) producing its operands and ends its group;
 - an out-element-wise-fusable anchor (``matmul``, ``conv2d``) starts a group and takes its
   element-wise / broadcast epilogue (bias, activation, residual add), as long as each value
-  the epilogue reads from the group is used only there (the anchor's result is written once)
-  and is not broadcast to a larger shape (the anchor would be computed again per element);
+  the epilogue reads from the group is used only inside it (the anchor's result is written
+  once; an element-wise binding that reads only the group counts as inside, as it joins
+  next: the diamonds of SiLU ``x * sigmoid(x)`` and GELU) and is not broadcast to a larger
+  shape (the anchor would be computed again per element);
 - an opaque operator is a group of its own; a group never holds two anchors (or an anchor and
   a reduction), and never joins across a binding that is not in it (which would make a cycle);
 - a group holds at most `MAX_FUSED_OPS` operators (a long chain becomes several groups).
@@ -182,11 +184,27 @@ class _BlockFuser:
             return "an anchor's epilogue takes no other producers"
         members = set(self.groups.members(root))
         inside = [p for p in self.graph.producers[i] if p in members]
-        if any(self.graph.uses[p] != 1 for p in inside):
+        if any(not self._epilogue_only(p, members | {i}) for p in inside):
             return "the anchor group's value is also used elsewhere (it is written once)"
         if any(self._grows(p, i) for p in inside):
             return "the epilogue broadcasts the anchor's result to a larger shape"
         return None
+
+    def _epilogue_only(self, p: int, members: set[int]) -> bool:
+        """Whether every use of binding ``p``'s value is in ``members`` or in an element-wise
+        binding that reads only ``members`` (so it joins the group next: the diamond of
+        ``x * sigmoid(x)`` or GELU's ``x * (1 + erf(x / sqrt 2))`` after a conv or matmul)."""
+        if self.graph.escapes[p]:
+            return False
+        for j in self.graph.consumers[p]:
+            if j in members:
+                continue
+            pat = self.pattern[j]
+            if pat is None or pat > Pattern.BROADCAST or self.summary.get(j) is not None:
+                return False
+            if not set(self.graph.producers[j]) <= members or self._grows(p, j):
+                return False
+        return True
 
     def _grows(self, p: int, i: int) -> bool:
         """Whether binding ``i``'s result has more elements than binding ``p``'s (constant
