@@ -1,4 +1,5 @@
-"""Operators whose result shape depends on data values: ``NonZero``.
+"""Operators whose result shape depends on data values: ``NonZero``, and ``TopK`` (whose
+``k`` may be a value computed from data).
 
 The count of the result (how many elements are not zero) is computed first and read as a fresh
 symbolic dim when the model runs (`Ctx.run_time_ints`); a kernel then writes the indices into an
@@ -14,7 +15,7 @@ import numpy as np
 
 from kiln.errors import FrontendError
 from kiln.relax import op as R
-from kiln.relax.expr import ShapeExpr, const
+from kiln.relax.expr import Expr, ShapeExpr, const
 from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dim_values, dtype
 from kiln.relax.op.builtin import call_tir
 from kiln.relax.struct_info import TensorStructInfo
@@ -24,6 +25,7 @@ from kiln.tir.expr import IntImm, PrimExpr
 from kiln.tir.expr import Var as TirVar
 from kiln.tir.expr import const as tir_const
 from kiln.tir.function import PrimFunc
+from kiln.topi.sort import topk_kernel
 
 INT64 = "int64"
 
@@ -74,3 +76,33 @@ def _nonzero(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     gv = ctx.imp.bb.add_func(nonzero_kernel(x_dims, dt), "nonzero")
     out = TensorStructInfo([IntImm(INT64, len(x_dims)), n], INT64)
     return ctx.emit(call_tir(gv, [x], out))
+
+
+@converter("TopK")
+def _topk(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    """The ``k`` greatest (``largest=1``) or least elements along ``axis`` and their int64
+    indices (`kiln.topi.sort.topk_kernel`), always in order (``sorted=0`` lets any order be
+    returned; kiln's is the sorted one). ``k`` may be computed from data: the result then has
+    a dim read when the model runs, checked against the axis."""
+    x = ctx.tensor(ins, 0)
+    x_dims = dim_values(x)
+    if any(isinstance(d, PrimExpr) for d in x_dims):
+        raise FrontendError("TopK of a tensor with symbolic dims is not supported yet")
+    axis = node.attrs.get("axis", -1) % len(x_dims)
+    largest = bool(node.attrs.get("largest", 1))
+    n = x_dims[axis]
+    if isinstance(ins[1], Expr):
+        (k,) = ctx.run_time_ints(ctx.expr(ins[1]), "TopK's k")
+        k_arg: Any = k
+    else:
+        k = ctx.ints(ins[1], "TopK's k")[0]
+        if not 0 <= k <= n:
+            raise FrontendError(f"TopK's k is {k}; it must lie in 0..{n} (axis {axis}'s extent)")
+        k_arg = k
+    gv = ctx.imp.bb.add_func(topk_kernel(list(x_dims), axis, k_arg, largest, dtype(x)), "topk")
+    out_dims: list[Any] = [IntImm(INT64, d) for d in x_dims]
+    out_dims[axis] = k if isinstance(k, PrimExpr) else IntImm(INT64, k)
+    outs = [TensorStructInfo(out_dims, dtype(x)), TensorStructInfo(out_dims, INT64)]
+    tir_vars = [k] if isinstance(k, PrimExpr) else None
+    pair = ctx.emit(call_tir(gv, [x], outs, tir_vars))
+    return [ctx.emit(pair[0]), ctx.emit(pair[1])]
