@@ -78,3 +78,16 @@ def test_unsupported_aten_ops_are_listed() -> None:
     ep = torch.export.export(Sorts(), (torch.randn(5),))
     with pytest.raises(FrontendError, match="(?s)aten.cumsum.default.*aten.sort"):
         from_exported_program(ep)
+
+
+def test_topk_values_and_indices() -> None:
+    class Top(torch.nn.Module):
+        def forward(self, x):
+            v, i = torch.topk(x, 3, dim=1)
+            w, j = torch.topk(x, 2, dim=0, largest=False)
+            return v * 2, i, w, j
+
+    x = torch.randn(4, 9)  # distinct values: torch orders ties as it likes
+    model = kiln.compile(Top(), example_args=(x,))
+    for got, want in zip(model(x.numpy()), Top()(x)):
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())

@@ -317,6 +317,30 @@ def _split(ctx: TorchCtx, x: Expr, sizes: Any, dim: int = 0) -> tuple[Expr, ...]
     return tuple(ctx.emit(TupleGetItem(out, k), k + 1) for k in range(len(sizes)))
 
 
+@aten("topk.default")
+def _topk(
+    ctx: TorchCtx, x: Expr, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> tuple[Expr, Expr]:
+    """``torch.topk``: values and int64 indices in order (`kiln.topi.sort.topk_kernel`; NaN
+    counts as the largest value, as in torch)."""
+    from kiln.relax.op.builtin import call_tir
+    from kiln.topi.sort import topk_kernel
+
+    x_dims = dims_of(x)
+    if any(isinstance(d, PrimExpr) for d in x_dims) or not isinstance(k, int):
+        raise FrontendError("topk needs a constant k and constant dims")
+    axis = dim % len(x_dims)
+    if not 0 <= k <= x_dims[axis]:
+        raise FrontendError(f"topk's k is {k}; it must lie in 0..{x_dims[axis]}")
+    dt = str(x.struct_info.dtype)
+    gv = ctx.bb.add_func(topk_kernel(x_dims, axis, k, bool(largest), dt), "topk")
+    out = [IntImm("int64", d) for d in x_dims]
+    out[axis] = IntImm("int64", k)
+    sinfo = [TensorStructInfo(out, dt), TensorStructInfo(out, "int64")]
+    pair = ctx.emit(call_tir(gv, [x], sinfo))
+    return ctx.emit(TupleGetItem(pair, 0), 1), ctx.emit(TupleGetItem(pair, 1), 2)
+
+
 @aten("slice.Tensor")
 def _slice(ctx: TorchCtx, x: Expr, dim: int = 0, start: Any = None, end: Any = None,
            step: int = 1) -> Expr:  # fmt: skip
