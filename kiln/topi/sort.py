@@ -1,4 +1,5 @@
-"""Top-k along one axis as a TIR kernel: ``topk_kernel``.
+"""Top-k along one axis and the distinct values of a tensor as TIR kernels: ``topk_kernel``,
+``unique_count_kernel`` and ``unique_kernel``.
 
 Each line along the axis is scanned once per result: the j-th result is the greatest element
 (the least with ``largest=False``) that comes after the (j-1)-th in the order "value, then
@@ -7,7 +8,12 @@ is O(n * k) per line with no scratch memory: meant for the small ``k`` models us
 classes, beam widths); lines run in parallel.
 
 NaN is greater than every number and equal to itself, so NaNs come first with ``largest`` and
-last without (as ``torch.topk`` and numpy's sort place them).
+last without (as ``torch.topk`` and numpy's sort place them), and ``unique`` groups them.
+
+``unique`` counts first (each element compared with those before it: O(n^2)), then picks the
+k-th distinct value as the least greater than the (k-1)-th (O(n * u)): meant for the small
+tensors models pass through it (ids, labels); a sort-based kernel is the next step for large
+ones.
 """
 
 from __future__ import annotations
@@ -90,3 +96,94 @@ def topk_kernel(dims: list[int], axis: int, k: Any, largest: bool, dtype: str) -
     params = [*handles, *([kk] if isinstance(k, PrimExpr) else [])]
     bmap = dict(zip(handles, (xb, vb, ib)))
     return PrimFunc(tuple(params), loop, buffer_map=bmap)
+
+
+def unique_count_kernel(n: int, dtype: str) -> PrimFunc:
+    """``count(x, out)``: ``out[0]`` = how many distinct values the ``n`` elements of ``x``
+    hold (NaNs count as one value, as numpy's ``unique`` groups them)."""
+    xb, ob = (
+        decl_buffer((IntImm(INT64, n),), dtype, "x"),
+        decl_buffer((IntImm(INT64, 1),), INT64, "out"),
+    )
+    i, j = TirVar("i", INT64), TirVar("j", INT64)
+    zero, one = IntImm(INT64, 0), IntImm(INT64, 1)
+    first = decl_buffer((one,), INT64, "first", scope="local")
+    seen = S.IfThenElse(_same(xb[j], xb[i]), S.BufferStore(first, zero, (zero,)), None)
+    per = S.seq(
+        S.BufferStore(first, one, (zero,)),
+        S.For(j, zero, i, S.ForKind.SERIAL, seen),
+        S.BufferStore(ob, ob[zero] + first[zero], (zero,)),
+    )
+    body = S.seq(
+        S.BufferStore(ob, zero, (zero,)), S.For(i, zero, IntImm(INT64, n), S.ForKind.SERIAL, per)
+    )
+    body = S.Allocate(first.data, first.dtype, (one,), True, S.DeclBuffer(first, body))
+    handles = [TirVar("x", "handle"), TirVar("out", "handle")]
+    return PrimFunc(tuple(handles), body, buffer_map=dict(zip(handles, (xb, ob))))
+
+
+def unique_kernel(n: int, u: PrimExpr, dtype: str, in_order: bool) -> PrimFunc:
+    """``unique(x, y, indices, inverse, counts, u)`` over the ``n`` elements of ``x`` with
+    ``u`` distinct values (`unique_count_kernel`): ``y`` the values ascending (``in_order``:
+    in the order of their first occurrence), ``indices`` where each first occurs, ``inverse``
+    each element's position in ``y``, ``counts`` how often each occurs. The k-th value in
+    ascending order is the least greater than the (k-1)-th: O(n * u)."""
+    zero, one, nn = IntImm(INT64, 0), IntImm(INT64, 1), IntImm(INT64, n)
+    xb, vb = decl_buffer((nn,), dtype, "x"), decl_buffer((nn,), INT64, "inverse")
+    yb, ib, cb = (
+        decl_buffer((u,), d, name)
+        for d, name in ((dtype, "y"), (INT64, "indices"), (INT64, "counts"))
+    )
+    ys, js, cs, pos = (
+        decl_buffer((u,), d, name)
+        for d, name in ((dtype, "ys"), (INT64, "js"), (INT64, "cs"), (INT64, "pos"))
+    )
+    best_v = decl_buffer((one,), dtype, "best_v", scope="local")
+    best_i, tally = (
+        decl_buffer((one,), INT64, name, scope="local") for name in ("best_i", "tally")
+    )
+    k, i, w = TirVar("k", INT64), TirVar("i", INT64), TirVar("w", INT64)
+
+    def count_into(store: Any, cond: PrimExpr, over: Any, extent: Any) -> Any:
+        bump = S.IfThenElse(cond, S.BufferStore(tally, tally[zero] + 1, (zero,)), None)
+        return S.seq(
+            S.BufferStore(tally, zero, (zero,)),
+            S.For(over, zero, extent, S.ForKind.SERIAL, bump),
+            store,
+        )
+
+    v = xb[i]
+    smaller = (best_i[zero] < zero) | _greater(best_v[zero], v)
+    take = S.seq(
+        *(S.BufferStore(b, e, (zero,)) for b, e in ((best_v, v), (best_i, i), (tally, one)))
+    )
+    again = S.IfThenElse(
+        _same(v, best_v[zero]), S.BufferStore(tally, tally[zero] + 1, (zero,)), None
+    )
+    after = k.eq(zero) | _greater(v, ys[k - 1])
+    scan = S.For(
+        i, zero, nn, S.ForKind.SERIAL, S.IfThenElse(after, S.IfThenElse(smaller, take, again), None)
+    )
+    outs = ((ys, best_v), (js, best_i), (cs, tally))
+    pick = S.seq(
+        S.BufferStore(best_i, IntImm(INT64, -1), (zero,)), S.BufferStore(best_v, xb[zero], (zero,)),
+        scan, *(S.BufferStore(b, src[zero], (k,)) for b, src in outs),
+    )  # fmt: skip
+    # where value q goes: q, or how many values first occur before it
+    q, e, w2 = TirVar("q", INT64), TirVar("e", INT64), TirVar("w2", INT64)
+    where = S.BufferStore(pos, q if not in_order else tally[zero], (q,))
+    place = count_into(where, js[w] < js[q], w, u) if in_order else where
+    move = S.seq(*(S.BufferStore(o, b[q], (pos[q],)) for o, b in ((yb, ys), (ib, js), (cb, cs))))
+    rank = count_into(S.BufferStore(vb, pos[tally[zero]], (e,)), _greater(xb[e], ys[w2]), w2, u)
+    body = S.seq(
+        S.For(k, zero, u, S.ForKind.SERIAL, pick),
+        S.For(q, zero, u, S.ForKind.SERIAL, S.seq(place, move)),
+        S.For(e, zero, nn, S.ForKind.SERIAL, rank),
+    )
+    for buf in (tally, best_i, best_v):
+        body = S.Allocate(buf.data, buf.dtype, (one,), True, S.DeclBuffer(buf, body))
+    for buf in (pos, cs, js, ys):
+        body = S.Allocate(buf.data, buf.dtype, (u,), True, S.DeclBuffer(buf, body))
+    handles = [TirVar(name, "handle") for name in ("x", "y", "indices", "inverse", "counts")]
+    bmap = dict(zip(handles, (xb, yb, ib, vb, cb)))
+    return PrimFunc((*handles, u), body, buffer_map=bmap)

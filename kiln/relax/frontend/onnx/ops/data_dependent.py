@@ -1,4 +1,4 @@
-"""Operators whose result shape depends on data values: ``NonZero``, and ``TopK`` (whose
+"""Operators whose result shape depends on data values: ``NonZero``, ``Unique``, and ``TopK`` (whose
 ``k`` may be a value computed from data).
 
 The count of the result (how many elements are not zero) is computed first and read as a fresh
@@ -25,7 +25,7 @@ from kiln.tir.expr import IntImm, PrimExpr
 from kiln.tir.expr import Var as TirVar
 from kiln.tir.expr import const as tir_const
 from kiln.tir.function import PrimFunc
-from kiln.topi.sort import topk_kernel
+from kiln.topi.sort import topk_kernel, unique_count_kernel, unique_kernel
 
 INT64 = "int64"
 
@@ -106,3 +106,28 @@ def _topk(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     tir_vars = [k] if isinstance(k, PrimExpr) else None
     pair = ctx.emit(call_tir(gv, [x], outs, tir_vars))
     return [ctx.emit(pair[0]), ctx.emit(pair[1])]
+
+
+@converter("Unique")
+def _unique(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    """The distinct values of the whole tensor (no ``axis``), ascending (``sorted=1``) or in
+    the order they first occur, with their first indices, each element's inverse index and
+    the counts (`kiln.topi.sort.unique_kernel`); their number is counted first and read as a
+    dim when the model runs (`Ctx.run_time_ints`). NaNs are one value, as numpy groups them."""
+    if node.attrs.get("axis") is not None:
+        raise FrontendError("Unique along an axis is not supported yet (only over all elements)")
+    x = ctx.tensor(ins, 0)
+    x_dims = dim_values(x)
+    if any(isinstance(d, PrimExpr) for d in x_dims):
+        raise FrontendError("Unique of a tensor with symbolic dims is not supported yet")
+    n, dt = int(np.prod(x_dims, dtype=np.int64)), dtype(x)
+    flat = x if len(x_dims) == 1 else ctx.emit(R.reshape(x, ShapeExpr([n])))
+    count_gv = ctx.imp.bb.add_func(unique_count_kernel(n, dt), "unique_count")
+    count = ctx.emit(call_tir(count_gv, [flat], TensorStructInfo([IntImm(INT64, 1)], INT64)))
+    (u,) = ctx.run_time_ints(count, "Unique's count")
+    kernel = unique_kernel(n, TirVar("u", INT64), dt, in_order=not node.attrs.get("sorted", 1))
+    gv = ctx.imp.bb.add_func(kernel, "unique")
+    per_value = [TensorStructInfo([u], dt), TensorStructInfo([u], INT64)]
+    outs = [*per_value, TensorStructInfo([IntImm(INT64, n)], INT64), TensorStructInfo([u], INT64)]
+    four = ctx.emit(call_tir(gv, [flat], outs, [u]))
+    return [ctx.emit(four[k]) for k in range(len(node.outputs))]
