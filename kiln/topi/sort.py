@@ -142,7 +142,7 @@ def unique_kernel(n: int, u: PrimExpr, dtype: str, in_order: bool) -> PrimFunc:
     best_i, tally = (
         decl_buffer((one,), INT64, name, scope="local") for name in ("best_i", "tally")
     )
-    k, i, w = TirVar("k", INT64), TirVar("i", INT64), TirVar("w", INT64)
+    w = TirVar("w", INT64)
 
     def count_into(store: Any, cond: PrimExpr, over: Any, extent: Any) -> Any:
         bump = S.IfThenElse(cond, S.BufferStore(tally, tally[zero] + 1, (zero,)), None)
@@ -152,23 +152,6 @@ def unique_kernel(n: int, u: PrimExpr, dtype: str, in_order: bool) -> PrimFunc:
             store,
         )
 
-    v = xb[i]
-    smaller = (best_i[zero] < zero) | _greater(best_v[zero], v)
-    take = S.seq(
-        *(S.BufferStore(b, e, (zero,)) for b, e in ((best_v, v), (best_i, i), (tally, one)))
-    )
-    again = S.IfThenElse(
-        _same(v, best_v[zero]), S.BufferStore(tally, tally[zero] + 1, (zero,)), None
-    )
-    after = k.eq(zero) | _greater(v, ys[k - 1])
-    scan = S.For(
-        i, zero, nn, S.ForKind.SERIAL, S.IfThenElse(after, S.IfThenElse(smaller, take, again), None)
-    )
-    outs = ((ys, best_v), (js, best_i), (cs, tally))
-    pick = S.seq(
-        S.BufferStore(best_i, IntImm(INT64, -1), (zero,)), S.BufferStore(best_v, xb[zero], (zero,)),
-        scan, *(S.BufferStore(b, src[zero], (k,)) for b, src in outs),
-    )  # fmt: skip
     # where value q goes: q, or how many values first occur before it
     q, e, w2 = TirVar("q", INT64), TirVar("e", INT64), TirVar("w2", INT64)
     where = S.BufferStore(pos, q if not in_order else tally[zero], (q,))
@@ -176,7 +159,7 @@ def unique_kernel(n: int, u: PrimExpr, dtype: str, in_order: bool) -> PrimFunc:
     move = S.seq(*(S.BufferStore(o, b[q], (pos[q],)) for o, b in ((yb, ys), (ib, js), (cb, cs))))
     rank = count_into(S.BufferStore(vb, pos[tally[zero]], (e,)), _greater(xb[e], ys[w2]), w2, u)
     body = S.seq(
-        S.For(k, zero, u, S.ForKind.SERIAL, pick),
+        _ascending(xb, (ys, js, cs), (best_v, best_i, tally), u, nn),
         S.For(q, zero, u, S.ForKind.SERIAL, S.seq(place, move)),
         S.For(e, zero, nn, S.ForKind.SERIAL, rank),
     )
@@ -187,3 +170,26 @@ def unique_kernel(n: int, u: PrimExpr, dtype: str, in_order: bool) -> PrimFunc:
     handles = [TirVar(name, "handle") for name in ("x", "y", "indices", "inverse", "counts")]
     bmap = dict(zip(handles, (xb, yb, ib, vb, cb)))
     return PrimFunc((*handles, u), body, buffer_map=bmap)
+
+
+def _ascending(xb: Any, outs: tuple[Any, ...], best: tuple[Any, ...], u: Any, nn: Any) -> Any:
+    """The loop that writes the ``u`` distinct values of ``xb`` ascending into ``outs``
+    (values, first indices, counts): the k-th is the least greater than the (k-1)-th, found in
+    one scan that keeps the least so far in ``best`` (value, index, count)."""
+    zero, one = IntImm(INT64, 0), IntImm(INT64, 1)
+    (ys, _, _), (best_v, best_i, tally) = outs, best
+    k, i = TirVar("k", INT64), TirVar("i", INT64)
+    v = xb[i]
+    smaller = (best_i[zero] < zero) | _greater(best_v[zero], v)
+    take = S.seq(*(S.BufferStore(b, e, (zero,)) for b, e in zip(best, (v, i, one))))
+    bump = S.BufferStore(tally, tally[zero] + 1, (zero,))
+    again = S.IfThenElse(_same(v, best_v[zero]), bump, None)
+    after = k.eq(zero) | _greater(v, ys[k - 1])
+    pick = S.IfThenElse(after, S.IfThenElse(smaller, take, again), None)
+    step = S.seq(
+        S.BufferStore(best_i, IntImm(INT64, -1), (zero,)),
+        S.BufferStore(best_v, xb[zero], (zero,)),
+        S.For(i, zero, nn, S.ForKind.SERIAL, pick),
+        *(S.BufferStore(o, b[zero], (k,)) for o, b in zip(outs, best)),
+    )
+    return S.For(k, zero, u, S.ForKind.SERIAL, step)
