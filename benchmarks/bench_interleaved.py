@@ -1,6 +1,6 @@
 """The real set, kiln against onnxruntime with their calls interleaved in one process.
 
-    python benchmarks/bench_interleaved.py [--models NAME,...] [--threads 1] [--rounds 11]
+    python benchmarks/bench_interleaved.py [--models NAME,...] [--rounds 11]
                                            [--processes 3] [--cache DIR] [--work DIR]
 
 `bench_models.py` times each library in processes of its own, which is what a user runs; on a
@@ -15,8 +15,13 @@ the core, as two models of one service would: a steadier comparison, not a subst
 
 Models come from `real_models` (exported into its cache on first use); kiln's libraries are
 compiled once into ``--work`` (default: a temporary folder) with the model cache off, so they
-are this checkout's code. Thread counts other than 1 run both libraries' pools in one process;
-the figures are then a lower bound for both.
+are this checkout's code.
+
+One thread only: with two, the libraries' pools compete inside the process. onnxruntime's
+workers spin after each run and hold the second core while kiln's call runs, whose worker then
+backs off (`kiln.runtime.thread_pool`): measured on the 2-core Zen 3, kiln's ResNet-50 took
+115 ms on "2 threads" here, its 1-thread time, against 62 ms in a process of its own. Compare
+thread counts above 1 with `bench_models.py`.
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ def table(rows: list[dict[str, Any]], names: list[str], threads: int) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", help="comma-separated names (default: all of the real set)")
-    p.add_argument("--threads", type=int, default=1, help="threads of both libraries")
+    p.add_argument("--threads", type=int, default=1, choices=[1], help="1 (see the docstring)")
     p.add_argument("--rounds", type=int, default=11, help="alternated calls per process")
     p.add_argument("--processes", type=int, default=3, help="worker processes, one by one")
     p.add_argument("--cache", type=Path, help="the real set's export cache (see real_models)")
