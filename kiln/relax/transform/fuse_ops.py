@@ -191,20 +191,28 @@ class _BlockFuser:
         return None
 
     def _epilogue_only(self, p: int, members: set[int]) -> bool:
-        """Whether every use of binding ``p``'s value is in ``members`` or in an element-wise
-        binding that reads only ``members`` (so it joins the group next: the diamond of
-        ``x * sigmoid(x)`` or GELU's ``x * (1 + erf(x / sqrt 2))`` after a conv or matmul)."""
+        """Whether every use of binding ``p``'s value lies in ``members`` or in the epilogue
+        that joins them next (`_closure`: the diamonds of SiLU ``x * sigmoid(x)`` and GELU's
+        ``x * (1 + erf(x / sqrt 2)) / 2`` after a conv or matmul)."""
         if self.graph.escapes[p]:
             return False
-        for j in self.graph.consumers[p]:
-            if j in members:
-                continue
-            pat = self.pattern[j]
-            if pat is None or pat > Pattern.BROADCAST or self.summary.get(j) is not None:
-                return False
-            if not set(self.graph.producers[j]) <= members or self._grows(p, j):
-                return False
-        return True
+        closure = self._closure(members)
+        return all(j in closure for j in self.graph.consumers[p])
+
+    def _closure(self, members: set[int]) -> set[int]:
+        """``members`` and, repeatedly, the element-wise / broadcast bindings not yet grouped
+        that read only values in the set (and do not grow them): an epilogue whose every
+        binding will join the group."""
+        out, frontier = set(members), list(members)
+        while frontier:
+            for j in self.graph.consumers[frontier.pop()]:
+                pat, producers = self.pattern[j], self.graph.producers[j]
+                if j in out or j in self.summary or pat is None or pat > Pattern.BROADCAST:
+                    continue
+                if set(producers) <= out and not any(self._grows(q, j) for q in producers):
+                    out.add(j)
+                    frontier.append(j)
+        return out
 
     def _grows(self, p: int, i: int) -> bool:
         """Whether binding ``i``'s result has more elements than binding ``p``'s (constant

@@ -129,6 +129,26 @@ def test_an_anchor_value_read_twice_by_its_epilogue_joins_it() -> None:
     assert calls(mod["main"]) == ["fused_matmul_relu_add_sigmoid_multiply"]
 
 
+def test_gelu_after_a_matmul_joins_it_as_one_epilogue() -> None:
+    """GELU's erf form reads the matmul's value twice, once through a chain of four ops: the
+    whole chain joins the matmul's group."""
+
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((4, 4), "float32")):
+            with R.dataflow():
+                m = R.matmul(x, x)
+                d = R.divide(m, R.const(1.4142135, "float32"))
+                a = R.add(R.erf(d), R.const(1.0, "float32"))
+                y = R.multiply(R.multiply(m, a), R.const(0.5, "float32"))
+                R.output(y)
+            return y
+
+    mod = FuseOps()(Module)
+    assert calls(mod["main"]) == ["fused_matmul_divide_erf_add_multiply_multiply"]
+
+
 def test_an_anchor_value_used_outside_keeps_its_epilogue_apart(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
