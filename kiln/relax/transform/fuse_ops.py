@@ -184,19 +184,19 @@ class _BlockFuser:
             return "an anchor's epilogue takes no other producers"
         members = set(self.groups.members(root))
         inside = [p for p in self.graph.producers[i] if p in members]
-        if any(not self._epilogue_only(p, members | {i}) for p in inside):
+        closure = self._closure(members | {i})  # NOTE: once for every producer
+        if any(not self._epilogue_only(p, closure) for p in inside):
             return "the anchor group's value is also used elsewhere (it is written once)"
         if any(self._grows(p, i) for p in inside):
             return "the epilogue broadcasts the anchor's result to a larger shape"
         return None
 
-    def _epilogue_only(self, p: int, members: set[int]) -> bool:
-        """Whether every use of binding ``p``'s value lies in ``members`` or in the epilogue
-        that joins them next (`_closure`: the diamonds of SiLU ``x * sigmoid(x)`` and GELU's
-        ``x * (1 + erf(x / sqrt 2)) / 2`` after a conv or matmul)."""
+    def _epilogue_only(self, p: int, closure: set[int]) -> bool:
+        """Whether every use of binding ``p``'s value lies in ``closure``: the group and the
+        epilogue that joins it next (`_closure`: the diamonds of SiLU ``x * sigmoid(x)`` and
+        GELU's ``x * (1 + erf(x / sqrt 2)) / 2`` after a conv or matmul)."""
         if self.graph.escapes[p]:
             return False
-        closure = self._closure(members)
         return all(j in closure for j in self.graph.consumers[p])
 
     def _closure(self, members: set[int]) -> set[int]:

@@ -92,14 +92,12 @@ def _topk(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     largest = bool(node.attrs.get("largest", 1))
     n = x_dims[axis]
     if isinstance(ins[1], Expr):
-        (k,) = ctx.run_time_ints(ctx.expr(ins[1]), "TopK's k")
-        k_arg: Any = k
+        k: Any = ctx.run_time_ints(ctx.expr(ins[1]), "TopK's k")[0]
     else:
         k = ctx.ints(ins[1], "TopK's k")[0]
         if not 0 <= k <= n:
             raise FrontendError(f"TopK's k is {k}; it must lie in 0..{n} (axis {axis}'s extent)")
-        k_arg = k
-    gv = ctx.imp.bb.add_func(topk_kernel(list(x_dims), axis, k_arg, largest, dtype(x)), "topk")
+    gv = ctx.imp.bb.add_func(topk_kernel(list(x_dims), axis, k, largest, dtype(x)), "topk")
     out_dims: list[Any] = [IntImm(INT64, d) for d in x_dims]
     out_dims[axis] = k if isinstance(k, PrimExpr) else IntImm(INT64, k)
     outs = [TensorStructInfo(out_dims, dtype(x)), TensorStructInfo(out_dims, INT64)]
