@@ -16,8 +16,7 @@ and the model's input specs). `lookup` returns an entry only when its digest mat
 ``.json`` reads; anything else is a miss, and the caller compiles and `store`s a fresh entry
 over it. The folder is checked like every cache folder (`kiln.runtime.disk_cache`: mode 0700,
 yours); a hit marks the entry used for the cache's size cap. The library is published with
-`kiln.runtime.toolchain.publish_entry`, which makes it a hard link to the toolchain's cached copy
-of the same bytes, so a model's library is stored once.
+`kiln.runtime.toolchain.publish_entry` (an atomic rename, then its digest).
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ version, CPU identity when -march=native)` and `stem = <name_hint>-<key[:32]>`:
 
 `cached_build` is that protocol for any build step (`kiln.runtime.parallel_build` caches object
 files and linked libraries with it); `publish_entry` moves a library built elsewhere into an
-entry (kiln.compile's model cache), as a hard link to an entry with the same bytes when there is
-one; `build_inputs` keeps files a build reads (a weight blob) only while builds use them. Every
+entry (kiln.compile's model cache). Every
 compiler runs through `kiln.runtime.child_process.run_tool`: it dies with kiln, SIGKILL included.
 A hit marks its entry used, and a store may evict least recently used entries
 (`disk_cache.stored`, ``KILN_CACHE_MAX_BYTES``).
@@ -60,7 +59,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -292,49 +291,18 @@ def is_valid_entry(path: Path) -> bool:
 def publish_entry(built: Path, dest: Path) -> None:
     """Move the library ``built`` (a file in ``dest``'s directory) into place as the cache
     entry ``dest``, then write its digest, under the entry's lock; readers see the old entry
-    or the whole new one. When the cache root already holds a library entry with the same
-    bytes (the toolchain's copy of an exported model), ``dest`` becomes a hard link to it and
-    ``built`` is dropped: the bytes are stored once."""
+    or the whole new one."""
     cache_dir = dest.parent
     _check_entry_paths([dest, dest.with_name(dest.name + ".sha256")], cache_dir)
     with _locked(dest.with_suffix(".lock"), cache_dir):
         try:
-            digest = _sha256_file(built)
-            twin = _same_library(built.stat().st_size, digest, config.load().cache_dir)
-            if twin is not None:
-                linked = disk_cache.temp_path(dest)
-                try:
-                    linked.unlink()
-                    os.link(twin, linked)
-                except OSError:  # NOTE: no hard links here (another filesystem): keep a copy
-                    linked.unlink(missing_ok=True)
-                else:
-                    built.unlink()
-                    built = linked
             try:
-                _publish_file(built, dest, digest)
+                _publish_file(built, dest, _sha256_file(built))
             finally:
                 built.unlink(missing_ok=True)
         except OSError as e:
             raise _cache_fault(dest, f"cannot be written ({e.strerror})", cache_dir) from e
     disk_cache.stored(dest, dest.with_name(dest.name + ".sha256"))
-
-
-def _same_library(size: int, digest: str, folder: Path) -> Path | None:
-    """A valid library entry of ``folder`` with ``size`` bytes whose digest is ``digest``."""
-    for lib in folder.glob("*.so"):
-        try:
-            if lib.stat().st_size != size:
-                continue
-        except OSError:
-            continue
-        try:
-            recorded = lib.with_name(lib.name + ".sha256").read_text().strip()
-        except OSError:
-            continue
-        if recorded == digest and is_valid_entry(lib):
-            return lib
-    return None
 
 
 def _publish_file(tmp: Path, out: Path, digest: str) -> None:
@@ -369,39 +337,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-@contextmanager
-def build_inputs(files: Mapping[Path, bytes]) -> Iterator[None]:
-    """Keep ``files`` (content-addressed names in the cache: ``name-<digest>.<suffix>``) on
-    disk while a build reads them; the last of the processes using them removes them, so an
-    input that is only read while building (a weight blob) is not kept beside the library
-    built from it.
-
-    NOTE: users hold a shared flock on the first file's ``.lock`` while they write and build;
-    one that can then take it exclusively is the last and removes the files. A process that
-    comes later writes them again."""
-    paths = list(files)
-    lock = paths[0].with_suffix(".lock")
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_RDONLY, 0o644)
-    except OSError as e:
-        problem = f"cannot be opened as a lock file ({e.strerror})"
-        raise _cache_fault(lock, problem, lock.parent) from e
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        for path, data in files.items():
-            if not (path.is_file() and path.stat().st_size == len(data)):
-                _atomic_write(path, data)
-        yield
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return  # another process is building from them: it removes them
-        for path in paths:
-            path.unlink(missing_ok=True)
-    finally:
-        os.close(fd)
 
 
 @contextmanager

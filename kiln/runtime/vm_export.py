@@ -1,132 +1,57 @@
 """One-file deployment: the kernels, the VM functions and the constants in one shared library.
 
-`export_library(exe, "model.so")` compiles, into one library:
+`export_library(exe, "model.so")` writes one file:
 
-- the C of the executable's library (kernels, and ``__vmtir__`` functions in compiled mode);
-- kiln's runtime library (`kiln.runtime.vm_runtime.runtime_units`: the VM builtins and
-  interpreter, the thread pool), so loading the file needs no C compiler and no cache;
-- `blob_c_source()`: the exported function ``__kiln_vm_executable`` (tvm-ffi safe call), which
-  returns the serialized executable (`Executable.serialize`: function table, bytecode,
-  constants) as a uint8 tensor viewing the library's data, zero-copy;
-- that blob itself, embedded by an assembler file (``.incbin``), never as a C array literal, so
-  a 45 MB weight blob costs the assembler a copy, not the C compiler a parse. NOTE: it lives in
-  a writable data section: a tensor the VM returns may be a constant, and writing into it must
-  not crash the process (the pages stay shared with the file until written).
+- a shared library linked from the C of the executable's library (kernels, and ``__vmtir__``
+  functions in compiled mode) and kiln's runtime (`kiln.runtime.vm_runtime.runtime_units`: the
+  VM builtins and interpreter, the thread pool), so loading the file needs no C compiler and no
+  cache. Its objects come from the build cache (a model's own units were compiled for its
+  in-process library already): exporting links, it does not compile;
+- after the library's last byte, at the next `PAGE`-aligned offset, the serialized executable
+  (`Executable.serialize`: function table, bytecode, constants), written straight from the
+  constants' arrays;
+- a `TRAILER` at the end of the file: magic, the executable's offset and size, and the trailer's
+  version. The dynamic loader maps only the library's own segments and never reads past them,
+  so the appended bytes cost it nothing.
 
 `load_executable(load_module("model.so"))`, or simply ``VirtualMachine(load_module(...))``, reads
-it back with nothing but the runtime layer; the library's runtime becomes the process's when the
-process has none yet (`load_vm_runtime`). Constants stay views of the library's memory; each
-view keeps the library loaded (the blob tensor holds a reference to the tvm-ffi module).
+it back with nothing but the runtime layer: the executable is mapped copy-on-write from the file
+(``np.memmap(mode="c")``), so constants are views of pages shared with the page cache until
+written (a tensor the VM returns may be a constant: writing into it changes the process's copy
+only). The library's runtime becomes the process's when the process has none yet
+(`load_vm_runtime`).
 
-The blob and the assembler file are written to the kiln cache directory under names derived
-from the blob's sha256 and passed to `compile_units` as extra inputs, so the build cache key covers
-the blob's content and exporting the same executable twice compiles once. They exist only while
-a link reads them (`toolchain.build_inputs`): the library holds the blob, and it is not kept twice.
+NOTE: the executable is appended rather than linked in (an assembler ``.incbin``): linking put a
+100 MB weight set through the assembler and the linker, a copy each (ResNet-50's export 2.1 s of
+its cold compile, 0.3 s now). Tools that rewrite a library (``strip``) drop what follows it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import platform
 import shutil
+import struct
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from kiln.errors import KilnError
 from kiln.runtime.module import Module, metadata_c_source
 from kiln.runtime.parallel_build import OBJECT_NAME, compile_object, compile_units
-from kiln.runtime.toolchain import DEFAULT_FLAGS, build_inputs, cache_directory
-from kiln.runtime.vm_format import Executable, deserialize
+from kiln.runtime.toolchain import DEFAULT_FLAGS
+from kiln.runtime.vm_format import Executable, deserialize, write_executable
 from kiln.runtime.vm_runtime import RUNTIME_FLAGS, load_vm_runtime, runtime_loaded, runtime_units
 
-BLOB_FUNC = "__kiln_vm_executable"
-"""The tvm-ffi name of the function returning the embedded executable blob."""
-
-_BLOB_C = r"""
-/* kiln VM executable blob (see kiln/runtime/vm_export.py). */
-#include <stdlib.h>
-#include <tvm/ffi/c_api.h>
-
-extern const unsigned char kiln_vm_blob_begin[];
-extern const unsigned char kiln_vm_blob_end[];
-
-typedef struct {
-  DLManagedTensorVersioned m;
-  int64_t shape[1];
-} KilnVMBlobTensor;
-
-static void kiln_vm_blob_deleter(DLManagedTensorVersioned* m) {
-  if (m->manager_ctx != NULL) TVMFFIObjectDecRef(m->manager_ctx);
-  free(m);
-}
-
-/* (module) -> uint8 tensor over the embedded blob; the tensor keeps `module` (this library)
- * alive. */
-TVM_FFI_DLL_EXPORT int __tvm_ffi___kiln_vm_executable(void* self, const TVMFFIAny* args,
-                                                        int32_t num_args, TVMFFIAny* result) {
-  KilnVMBlobTensor* b;
-  TVMFFIObjectHandle out;
-  (void)self;
-  if (num_args != 1 || args[0].type_index != kTVMFFIModule) {
-    TVMFFIErrorSetRaisedFromCStr("TypeError", "__kiln_vm_executable expects its module");
-    return -1;
-  }
-  b = (KilnVMBlobTensor*)calloc(1, sizeof(KilnVMBlobTensor));
-  if (b == NULL) {
-    TVMFFIErrorSetRaisedFromCStr("MemoryError", "__kiln_vm_executable: out of memory");
-    return -1;
-  }
-  TVMFFIObjectIncRef(args[0].v_obj);
-  b->shape[0] = (int64_t)(kiln_vm_blob_end - kiln_vm_blob_begin);
-  b->m.version.major = DLPACK_MAJOR_VERSION;
-  b->m.version.minor = DLPACK_MINOR_VERSION;
-  b->m.manager_ctx = args[0].v_obj;
-  b->m.deleter = kiln_vm_blob_deleter;
-  b->m.dl_tensor.data = (void*)kiln_vm_blob_begin;
-  b->m.dl_tensor.device.device_type = kDLCPU;
-  b->m.dl_tensor.ndim = 1;
-  b->m.dl_tensor.dtype.code = kDLUInt;
-  b->m.dl_tensor.dtype.bits = 8;
-  b->m.dl_tensor.dtype.lanes = 1;
-  b->m.dl_tensor.shape = b->shape;
-  if (TVMFFITensorFromDLPackVersioned(&b->m, 0, 0, &out) != 0) return -1;
-  result->type_index = kTVMFFITensor;
-  result->zero_padding = 0;
-  result->v_obj = (TVMFFIObject*)out;
-  return 0;
-}
-"""
-
-
-def blob_c_source() -> str:
-    """The C exporting ``__kiln_vm_executable`` (appended to the library's source)."""
-    return _BLOB_C
-
-
-def asm_source(blob: Path) -> str:
-    """An assembler file defining ``kiln_vm_blob_begin`` / ``_end`` around ``blob``'s bytes."""
-    quoted = str(blob).replace("\\", "\\\\").replace('"', '\\"')
-    progbits = (
-        "%progbits" if platform.machine().lower().startswith(("arm", "aarch")) else "@progbits"
-    )
-    return (
-        "/* kiln VM executable blob, included as bytes (see kiln/runtime/vm_export.py). */\n"
-        '    .section .data.kiln_vm_blob,"aw"\n'
-        "    .balign 64\n"
-        "    .globl kiln_vm_blob_begin\n    .hidden kiln_vm_blob_begin\n"
-        "kiln_vm_blob_begin:\n"
-        f'    .incbin "{quoted}"\n'
-        "    .globl kiln_vm_blob_end\n    .hidden kiln_vm_blob_end\n"
-        "kiln_vm_blob_end:\n"
-        "    .byte 0\n"
-        f'    .section .note.GNU-stack,"",{progbits}\n'
-    )
+TRAILER = struct.Struct("<8sQQQ")
+"""The last bytes of an exported library: magic, executable offset, executable size, version."""
+TRAILER_MAGIC = b"KILNEXE\x00"
+TRAILER_VERSION = 1
+PAGE = 65536
+"""Alignment of the appended executable: a multiple of every page size in use, so the mapping
+starts at the executable itself."""
 
 
 def _library_source(exe: Executable, source: str | None) -> str:
@@ -154,7 +79,7 @@ def export_flags(flags: Sequence[str] | None) -> tuple[str, ...]:
 def prebuild_runtime(flags: Sequence[str] | None) -> list[Future[Path | None]]:
     """Start compiling, one compiler process at a time in a background thread, the objects
     that exporting an executable compiled with ``flags`` will link besides its own units
-    (kiln's runtime and `blob_c_source`), and, when this process has no runtime yet, those of
+    (kiln's runtime), and, when this process has no runtime yet, those of
     the runtime `load_vm_runtime` builds; returns at once, with a future per object (its
     path, or None when it failed).
 
@@ -163,7 +88,7 @@ def prebuild_runtime(flags: Sequence[str] | None) -> list[Future[Path | None]]:
     compilers beside its own Python work instead of after it. Failures are left to the later
     builds to report."""
     jobs = [] if runtime_loaded() else [(u, RUNTIME_FLAGS) for u in runtime_units()]
-    jobs += [(u, export_flags(flags)) for u in (*runtime_units(), blob_c_source())]
+    jobs += [(u, export_flags(flags)) for u in runtime_units()]
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kiln-prebuild")
     futures = [pool.submit(_compile_quietly, unit, unit_flags) for unit, unit_flags in jobs]
     pool.shutdown(wait=False)
@@ -185,31 +110,27 @@ def export_library(
     flags: tuple[str, ...] | None = None,
     units: tuple[str, ...] | None = None,
 ) -> Path:
-    """Write ``exe`` and its library into the one shared library ``path`` (see module docstring).
+    """Write ``exe`` and its library into the one file ``path`` (see the module docstring).
 
     ``source`` is the C of the library (default: the source its in-process `Module` kept), or
     ``units`` its translation units; every unit is compiled as by `compile_units` (cached per
     unit, so the objects of a model's build are only linked again); ``flags`` replaces the C
     compiler's default flags as in `compile_c`.
     """
-    blob = exe.serialize()
-    digest = hashlib.sha256(blob).hexdigest()[:32]
-    cache = cache_directory()
-    blob_path = cache / f"kiln_vm_blob-{digest}.bin"
-    asm_path = cache / f"kiln_vm_blob-{digest}.s"
-    link = (*export_flags(flags), str(asm_path))
     own = units if units else (_library_source(exe, source),)
-    # NOTE: the blob is only read while linking: the library holds it, so it is not kept
-    with build_inputs({blob_path: blob, asm_path: asm_source(blob_path).encode()}):
-        lib, _, _ = compile_units(
-            (*own, *runtime_units(), blob_c_source()), flags=link, name_hint="kiln_vm_model"
-        )
+    lib, _, _ = compile_units((*own, *runtime_units()), flags=export_flags(flags),
+                              name_hint="kiln_vm_model")  # fmt: skip
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     os.close(fd)
     try:
         shutil.copyfile(lib, tmp)
+        with open(tmp, "ab") as out:
+            offset = -out.tell() % PAGE + out.tell()
+            out.write(b"\0" * (offset - out.tell()))
+            size = write_executable(exe, out)
+            out.write(TRAILER.pack(TRAILER_MAGIC, offset, size, TRAILER_VERSION))
         os.chmod(tmp, 0o755)
         os.replace(tmp, dest)
     finally:
@@ -217,16 +138,40 @@ def export_library(
     return dest
 
 
-def load_executable(module: Module) -> Executable:
-    """The executable inside a library written by `export_library` (its library is ``module``)."""
-    ffi = module.ffi_module
-    name = module.path.name
-    if not ffi.implements_function(BLOB_FUNC):
+def _appended(path: Path) -> tuple[int, int] | None:
+    """(offset, size) of the executable appended to the library ``path``; None when it has no
+    kiln trailer. `KilnError` for a trailer of another version or one pointing outside."""
+    try:
+        with open(path, "rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            if end < TRAILER.size:
+                return None
+            f.seek(end - TRAILER.size)
+            magic, offset, size, version = TRAILER.unpack(f.read(TRAILER.size))
+    except OSError as e:
+        raise KilnError(f"cannot read {path}: {e.strerror}") from e
+    if magic != TRAILER_MAGIC:
+        return None
+    if version != TRAILER_VERSION:
         raise KilnError(
-            f"{name} is not a kiln VM executable: it exports no {BLOB_FUNC} function "
-            "(write one with export_library)"
+            f"{path.name} was exported with kiln library format {version}; this kiln reads "
+            f"format {TRAILER_VERSION}: export it again with this kiln"
+        )
+    if offset + size > end - TRAILER.size:
+        raise KilnError(f"{path.name} is truncated: its executable lies past the end of the file")
+    return offset, size
+
+
+def load_executable(module: Module) -> Executable:
+    """The executable appended to a library written by `export_library` (its library is
+    ``module``; see the module docstring)."""
+    found = _appended(module.path)
+    if found is None:
+        raise KilnError(
+            f"{module.path.name} is not a kiln VM executable: no executable follows its "
+            "library (write one with export_library)"
         )
     load_vm_runtime(module)  # its runtime becomes the process's, or is checked against it
-    blob_tensor: Any = ffi.get_function(BLOB_FUNC)(ffi)
-    blob = np.from_dlpack(blob_tensor)
+    offset, size = found
+    blob = np.memmap(module.path, dtype=np.uint8, mode="c", offset=offset, shape=(size,))
     return deserialize(blob, module, where=str(module.path))

@@ -50,12 +50,13 @@ Another magic is "not a kiln executable", another version is refused by name; bo
 from __future__ import annotations
 
 import enum
+import io
 import json
 import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, BinaryIO, Union
 
 import numpy as np
 
@@ -354,7 +355,21 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _const_meta(c: Any, data: bytearray) -> dict[str, Any]:
+class _DataSection:
+    """The tensor constants of the data section: each array at its (64-byte aligned) offset."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.arrays: list[tuple[int, np.ndarray]] = []
+
+    def add(self, arr: np.ndarray) -> int:
+        offset = _align(self.size)
+        self.arrays.append((offset, arr))
+        self.size = offset + arr.nbytes
+        return offset
+
+
+def _const_meta(c: Any, data: _DataSection) -> dict[str, Any]:
     if c is None:
         return {"type": "none"}
     if isinstance(c, bool):
@@ -372,10 +387,8 @@ def _const_meta(c: Any, data: bytearray) -> dict[str, Any]:
     if isinstance(c, np.ndarray) or hasattr(c, "__dlpack__"):
         # NOTE: np.asarray(order="C"), not np.ascontiguousarray, which makes a 0-d array 1-d.
         arr = np.asarray(c if isinstance(c, np.ndarray) else np.from_dlpack(c), order="C")
-        data.extend(b"\0" * (_align(len(data)) - len(data)))
         meta = {"type": "tensor", "dtype": str(arr.dtype), "shape": list(arr.shape)}
-        meta.update(offset=len(data), nbytes=arr.nbytes)
-        data.extend(arr.tobytes())
+        meta.update(offset=data.add(arr), nbytes=arr.nbytes)
         return meta
     raise KilnError(f"cannot serialize a VM constant of type {type(c).__name__}")
 
@@ -419,7 +432,16 @@ def _signature(meta: dict[str, Any]) -> Signature:
 
 def serialize(exe: Executable) -> bytes:
     """See `Executable.serialize`."""
-    data = bytearray()
+    out = io.BytesIO()
+    write_executable(exe, out)
+    return out.getvalue()
+
+
+def write_executable(exe: Executable, out: BinaryIO) -> int:
+    """Write `serialize`'s bytes to the binary file ``out`` (at its position), the constants
+    straight from their arrays (a 100 MB weight set is written once, never copied in memory);
+    returns the number of bytes written."""
+    data = _DataSection()
     funcs = [
         {"name": f.name, "kind": f.kind.name.lower(), "params": list(f.params)}
         | {"num_registers": f.num_registers, "start": f.start, "end": f.end}
@@ -435,22 +457,17 @@ def serialize(exe: Executable) -> bytes:
     meta_off = _HEADER.size
     code_off = _align(meta_off + len(meta))
     data_off = _align(code_off + len(code))
-    header = _HEADER.pack(
-        MAGIC,
-        VM_FORMAT_VERSION,
-        0,
-        meta_off,
-        len(meta),
-        code_off,
-        len(code) // 8,
-        data_off,
-        len(data),
-    )
-    out = bytearray(header)
-    for offset, part in ((meta_off, meta), (code_off, code), (data_off, bytes(data))):
-        out.extend(b"\0" * (offset - len(out)))
-        out.extend(part)
-    return bytes(out)
+    fields = (meta_off, len(meta), code_off, len(code) // 8, data_off, data.size)
+    parts: list[tuple[int, Any]] = [(0, _HEADER.pack(MAGIC, VM_FORMAT_VERSION, 0, *fields))]
+    parts += [(meta_off, meta), (code_off, code)]
+    parts += [(data_off + off, arr.reshape(-1).view(np.uint8).data) for off, arr in data.arrays]
+    parts.append((data_off + data.size, b""))  # NOTE: the data section starts even when empty
+    written = 0
+    for offset, part in parts:
+        out.write(b"\0" * (offset - written))
+        out.write(part)
+        written = offset + len(part)
+    return written
 
 
 def _section(blob: np.ndarray, offset: int, size: int, what: str) -> np.ndarray:

@@ -317,24 +317,3 @@ def test_the_size_cap_evicts_the_least_recently_used_entry(
     assert newer.exists() and lib.exists() and (root / "notes.txt").exists()
     entries, total = disk_cache.scan(root)
     assert total <= 250_000 and len(entries) == 2
-
-
-def test_a_model_entry_shares_the_toolchain_copy_of_its_library(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("KILN_CACHE_DIR", str(root))
-    lib = compile_c(NOOP_C)
-    entry = model_cache.store("34" * 32, lambda p: shutil.copyfile(lib, p), None)
-    assert entry.stat().st_ino == lib.stat().st_ino and lib.stat().st_nlink == 2
-    assert model_cache.lookup("34" * 32) is not None
-    assert disk_cache.scan(root)[1] < 2 * lib.stat().st_size
-
-
-def test_build_inputs_are_removed_by_their_last_user(tmp_path: Path, monkeypatch) -> None:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("KILN_CACHE_DIR", str(root))
-    blob = disk_cache.cache_root() / f"kiln_vm_blob-{'5' * 32}.bin"
-    with toolchain.build_inputs({blob: b"weights"}):
-        assert blob.read_bytes() == b"weights"
-    assert not blob.exists()

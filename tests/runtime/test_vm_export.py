@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kiln.errors import KilnError
-from kiln.runtime import VirtualMachine, build_module, load_module, vm_format
+from kiln.runtime import VirtualMachine, build_module, load_module, vm_export, vm_format
 from kiln.runtime.vm_format import Executable, FuncKind, Ret, VMFunction
 from tests.runtime.test_vm_modes import kernel_chain
 from tests.runtime.vm_programs import MODES, ProgramBuilder, R
@@ -68,14 +68,47 @@ def test_constants_and_python_functions_survive_export(tmp_path: Path) -> None:
         np.testing.assert_array_equal(total.numpy(), x + np.linspace(0, 1, 5))
         np.testing.assert_array_equal(weights.numpy(), np.linspace(0, 1, 5))
         np.asarray(weights)[0] = 7.0  # a view of the library's data: writable, never a crash
+        again = VirtualMachine(load_module(path))["main"](x)[1]
+        assert again.numpy()[0] == 0.0  # the process's copy changed, never the file
 
 
 def test_a_library_that_is_not_a_vm_executable_is_refused(
     tmp_path: Path, kernels_source: str
 ) -> None:
     lib = build_module(kernels_source)
-    with pytest.raises(KilnError, match="is not a kiln VM executable: it exports no"):
+    with pytest.raises(
+        KilnError, match="is not a kiln VM executable: no executable follows its library"
+    ):
         VirtualMachine(lib)
+
+
+def _trailer(path: Path) -> tuple[bytes, int, int, int]:
+    return vm_export.TRAILER.unpack(path.read_bytes()[-vm_export.TRAILER.size :])
+
+
+def test_the_executable_follows_the_library_page_aligned(tmp_path: Path) -> None:
+    path = kernel_chain().build("compiled").export_library(tmp_path / "m.so")
+    magic, offset, size, version = _trailer(path)
+    assert (magic, version) == (vm_export.TRAILER_MAGIC, vm_export.TRAILER_VERSION)
+    assert offset % vm_export.PAGE == 0
+    assert offset + size + vm_export.TRAILER.size == path.stat().st_size
+    assert path.read_bytes()[offset : offset + 8] == vm_format.MAGIC
+
+
+def test_a_truncated_or_newer_export_is_refused_by_name(tmp_path: Path) -> None:
+    path = kernel_chain().build("bytecode").export_library(tmp_path / "m.so")
+    magic, offset, size, version = _trailer(path)
+    data = path.read_bytes()[: -vm_export.TRAILER.size]
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(data[:-64] + vm_export.TRAILER.pack(magic, offset, size, version))
+    with pytest.raises(KilnError, match="cut.so is truncated"):
+        VirtualMachine(load_module(cut))
+    newer = tmp_path / "newer.so"
+    newer.write_bytes(data + vm_export.TRAILER.pack(magic, offset, size, version + 1))
+    with pytest.raises(
+        KilnError, match=f"newer.so was exported with kiln library format {version + 1}"
+    ):
+        VirtualMachine(load_module(newer))
 
 
 def test_a_file_that_is_not_a_library_is_refused(tmp_path: Path) -> None:
@@ -121,8 +154,8 @@ def test_prebuilt_runtime_objects_leave_the_export_only_its_own_unit_and_link(
     counting_cc, tmp_path: Path
 ) -> None:
     """`prebuild_runtime` compiles what an export links besides the executable's own C
-    (kiln's two runtime units, the blob accessor) ahead of time: the export then compiles only
-    its own unit and links (without it: three compiles more)."""
+    (kiln's two runtime units) ahead of time: the export then compiles only its own unit and
+    links (without it: two compiles more)."""
     from kiln.runtime.vm_export import export_library, prebuild_runtime
 
     exe = kernel_chain().build("compiled")
