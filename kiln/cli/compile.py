@@ -17,14 +17,15 @@ from typing import Any
 import numpy as np
 
 from kiln.driver.inputs import InputSpec, as_ir_module, input_specs
-from kiln.driver.model import CompiledModel, cached_model, load, remember
+from kiln.driver.model import CompiledModel, cached_model, load, stored_model
 from kiln.driver.model_cache import model_key
 from kiln.driver.pipeline import default_relax_pipeline
-from kiln.driver.relax_build import build
+from kiln.driver.relax_build import build, model_flags
 from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, PassContext
+from kiln.runtime.vm_export import prebuild_runtime
 from kiln.runtime.vm_format import FuncKind
 
 
@@ -91,6 +92,8 @@ def compile_model(
     with clock.phase("cache lookup + load"):
         hit = cached_model(key)
     if hit is None:
+        if key is not None:  # NOTE: kiln.compile's reason (kiln.driver.model)
+            prebuild_runtime(model_flags(tgt))
         hit = _compile(path, tgt, exec_mode, options, quiet, clock, key)
     if timer is not None:
         print(timer.table(), file=sys.stderr)
@@ -116,10 +119,8 @@ def _compile(
         bar.set_postfix_str("vm codegen + C compiler")
         exe = build(mod, tgt, exec_mode, pipeline=pipeline, timer=clock)
         bar.update(1)
-    with clock.phase("vm init"):
-        model = CompiledModel(exe, None, "main", input_specs(mod))
-    with clock.phase("cache store"):
-        return remember(key, model)
+    with clock.phase("cache store + load"):
+        return stored_model(key, exe, input_specs(mod))
 
 
 def kernel_count(model: CompiledModel) -> int:

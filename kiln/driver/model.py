@@ -188,10 +188,8 @@ def compile(  # noqa: A001 - the public name kiln.compile
         with clock.phase("import"):
             mod = as_ir_module(obj, example_args, **options)
         ex = build(mod, tgt, exec_mode, external_codegens=external_codegens, timer=timer)
-        with clock.phase("vm init"):
-            model = CompiledModel(ex, device, entry, input_specs(mod, entry))
-        with clock.phase("cache store"):
-            hit = remember(key, model)
+        with clock.phase("cache store + load"):
+            hit = stored_model(key, ex, input_specs(mod, entry), device, entry)
     if timer is not None:
         print(timer.table(), file=sys.stderr)
     return hit
@@ -222,11 +220,25 @@ def size_router(
     return SizeRouter(model.inputs or [], declared, variants)
 
 
-def remember(key: str | None, model: CompiledModel) -> CompiledModel:
-    """Store ``model`` in the model cache under ``key`` (no-op for None); returns it."""
+def stored_model(
+    key: str | None,
+    exe: Executable,
+    inputs: list[InputSpec] | None,
+    device: Device | None = None,
+    entry: str = "main",
+) -> CompiledModel:
+    """The model of the freshly built ``exe``: with a ``key``, stored in the model cache and
+    loaded back from the entry as a later hit would be (its runtime, kernels and constants the
+    entry's: the process builds no runtime of its own, and the constants are not held twice);
+    without one, ``exe`` as it is. NOTE: a library built for another CPU (``-march`` not
+    native) is stored but not loaded: its runtime would become this process's."""
     if key is not None:
-        model_cache.store(key, model.export, model.inputs)
-    return model
+        model_cache.store(key, exe.export_library, inputs)
+        flags = getattr(exe, "flags", None) or ()
+        model = cached_model(key, device, entry) if "-march=native" in flags else None
+        if model is not None:
+            return model
+    return CompiledModel(exe, device, entry, inputs)
 
 
 def cached_model(

@@ -8,7 +8,8 @@
     print(timer.table(), file=sys.stderr)
 
 A row is a phase of the main thread (import, each graph-level pass, VM code generation, the TIR
-passes of the kernels, C code generation, waiting for the C compiler, load, cache store) with its
+passes of the kernels, C code generation, waiting for the C compiler, load, cache store + load
+(the model stored in the cache and loaded back from its entry)) with its
 wall and CPU seconds (CPU: `time.process_time`, this process). Phases nest, and a row counts its
 own time only (a phase inside another is subtracted from it), so the rows add up to the time
 spent in phases. Details (`detail`) are shown apart and not added: each translation unit's

@@ -43,7 +43,7 @@ from kiln.runtime.module import Module, metadata_c_source
 from kiln.runtime.parallel_build import OBJECT_NAME, compile_object, compile_units
 from kiln.runtime.toolchain import DEFAULT_FLAGS
 from kiln.runtime.vm_format import Executable, deserialize, write_executable
-from kiln.runtime.vm_runtime import RUNTIME_FLAGS, load_vm_runtime, runtime_loaded, runtime_units
+from kiln.runtime.vm_runtime import load_vm_runtime, runtime_units
 
 TRAILER = struct.Struct("<8sQQQ")
 """The last bytes of an exported library: magic, executable offset, executable size, version."""
@@ -79,16 +79,15 @@ def export_flags(flags: Sequence[str] | None) -> tuple[str, ...]:
 def prebuild_runtime(flags: Sequence[str] | None) -> list[Future[Path | None]]:
     """Start compiling, one compiler process at a time in a background thread, the objects
     that exporting an executable compiled with ``flags`` will link besides its own units
-    (kiln's runtime), and, when this process has no runtime yet, those of
-    the runtime `load_vm_runtime` builds; returns at once, with a future per object (its
-    path, or None when it failed).
+    (kiln's runtime); returns at once, with a future per object (its path, or None when it
+    failed).
 
     The objects land in the build cache, where the later builds find them (nothing is lost if
     those start first: the cache builds each entry once). A cold compile thus runs these
-    compilers beside its own Python work instead of after it. Failures are left to the later
-    builds to report."""
-    jobs = [] if runtime_loaded() else [(u, RUNTIME_FLAGS) for u in runtime_units()]
-    jobs += [(u, export_flags(flags)) for u in runtime_units()]
+    compilers beside its own Python work instead of after it; the model it stores is loaded
+    from its export, whose runtime becomes the process's (no runtime of its own is built).
+    Failures are left to the later builds to report."""
+    jobs = [(u, export_flags(flags)) for u in runtime_units()]
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kiln-prebuild")
     futures = [pool.submit(_compile_quietly, unit, unit_flags) for unit, unit_flags in jobs]
     pool.shutdown(wait=False)

@@ -29,7 +29,7 @@ COLD_PHASES = [
     "c codegen",
     "c compile (waiting) + link",
     "load",
-    "cache store",
+    "cache store + load",
 ]
 
 
