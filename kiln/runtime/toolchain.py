@@ -246,7 +246,22 @@ def cache_key(source: str, flags: tuple[str, ...], cc: tuple[str, ...]) -> str:
 
 
 def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """sha256 of a file, read in 1 MiB pieces into one buffer (reading 100 MB at once made
+    100 MB of fresh pages: slower than the hash)."""
+    h = hashlib.sha256()
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    with open(path, "rb") as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+    return h.hexdigest()
+
+
+def _stat_line(path: Path) -> str:
+    """Size, modification time and inode of ``path``: what the digest sidecar records of the
+    file it was computed from."""
+    st = path.stat()
+    return f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
 
 
 LIBRARY_MAGIC: tuple[bytes, ...] = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
@@ -258,12 +273,22 @@ def _is_library(data: bytes) -> bool:
 
 
 def _is_valid_entry(lib: Path, digest: Path) -> bool:
+    """Whether ``lib`` is a library whose bytes match the sidecar ``digest``. NOTE: the sidecar's
+    second line records the file's `_stat_line` when it was published; a file with that size,
+    modification time and inode still (a hit only sets the access time) is not hashed again:
+    a 100 MB model's digest took 0.1-0.2 s of each cached load, and every write changes the
+    modification time."""
     try:
-        expected = digest.read_text().strip()
-        data = lib.read_bytes()
+        recorded = digest.read_text().split("\n")
+        with open(lib, "rb") as f:
+            head = f.read(4)
+        if not recorded[0] or not _is_library(head):
+            return False
+        if len(recorded) > 1 and recorded[1] == _stat_line(lib):
+            return True
+        return _sha256_file(lib) == recorded[0].strip()
     except OSError:
         return False
-    return bool(expected) and _is_library(data) and hashlib.sha256(data).hexdigest() == expected
 
 
 def _cache_fault(path: Path, problem: str, cache_dir: Path) -> KilnError:
@@ -312,7 +337,8 @@ def _publish_file(tmp: Path, out: Path, digest: str) -> None:
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)
     try:
-        _atomic_write(out.with_name(out.name + ".sha256"), (digest + "\n").encode())
+        sidecar = f"{digest}\n{_stat_line(out)}\n"
+        _atomic_write(out.with_name(out.name + ".sha256"), sidecar.encode())
     except BaseException:
         out.unlink(missing_ok=True)
         raise

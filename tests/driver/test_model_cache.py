@@ -203,3 +203,38 @@ def test_the_command_line_and_kiln_compile_share_the_cache(
     assert cli_builds == [1] and second.path is not None
     check(kiln.compile(str(path)), w, b)  # the same entry: kiln.compile does not build either
     assert builds == []
+
+
+def test_a_model_file_is_hashed_once_while_it_is_unchanged(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, _, _ = mlp(7)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    first = model_cache_key_of(path)
+    reads: list[str] = []
+    real_open = open
+    monkeypatch.setattr(
+        "builtins.open", lambda f, *a, **k: reads.append(str(f)) or real_open(f, *a, **k)
+    )
+    assert model_cache_key_of(path) == first and str(path) not in reads  # from the memo
+    monkeypatch.undo()
+    other, _, _ = mlp(8)
+    path.write_bytes(other)  # a write changes the file's change time: hashed again
+    assert model_cache_key_of(path) not in (first, None)
+
+
+def test_the_external_data_mark_is_found_across_read_pieces(cache: Path, tmp_path: Path) -> None:
+    for start in (0, (1 << 20) - 4, (1 << 20) + 3):
+        path = tmp_path / f"m{start}.bin"
+        path.write_bytes(b"\0" * start + model_cache.EXTERNAL_MARK + b"\0" * 9)
+        assert model_cache._file_digest(path)[1], start
+    plain = tmp_path / "plain.bin"
+    plain.write_bytes(b"\0" * (3 << 20))
+    assert not model_cache._file_digest(plain)[1]
+
+
+def model_cache_key_of(path: Path) -> str | None:
+    from kiln.ir import Target
+
+    return model_cache.model_key(str(path), Target("c"), "compiled", "main", (), {})

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kiln.errors import KilnError, ToolchainError
-from kiln.runtime import build_module, compile_c, load_module
+from kiln.runtime import build_module, compile_c, load_module, toolchain
 
 NOOP_C = r"""
 #include <tvm/ffi/c_api.h>
@@ -31,9 +31,26 @@ def test_compile_keeps_source_and_digest(cache_dir: Path, kernels_source: str) -
     lib = compile_c(kernels_source, name_hint="my kernels!")
     assert lib.parent == cache_dir and lib.name.startswith("my_kernels_-")
     assert lib.with_suffix(".c").read_text() == kernels_source
-    assert len(lib.with_name(lib.name + ".sha256").read_text().strip()) == 64
+    digest, stat, end = lib.with_name(lib.name + ".sha256").read_text().split("\n")
+    assert digest == hashlib.sha256(lib.read_bytes()).hexdigest() and end == ""
+    st = lib.stat()
+    assert stat == f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
     assert _entries(cache_dir) == [lib]
     assert not list(cache_dir.glob(".*tmp")), "temp files left behind"
+
+
+def test_an_unchanged_entry_is_not_hashed_again_a_rewritten_one_is(
+    cache_dir: Path, kernels_source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = compile_c(kernels_source)
+    hashed: list[Path] = []
+    real = toolchain._sha256_file
+    monkeypatch.setattr(toolchain, "_sha256_file", lambda p: hashed.append(p) or real(p))
+    assert toolchain.is_valid_entry(lib) and hashed == []
+    data = lib.read_bytes()
+    lib.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, new modification time
+    os.utime(lib, ns=(lib.stat().st_atime_ns, lib.stat().st_mtime_ns + 1))
+    assert not toolchain.is_valid_entry(lib) and hashed == [lib]
 
 
 def test_cache_hit_does_not_rerun_compiler(
