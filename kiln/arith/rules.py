@@ -176,20 +176,36 @@ def eval_compare(op: type, a: Any, b: Any) -> bool:
     return _CMP[op](a, b)
 
 
+_PURE: dict[int, tuple[Any, bool]] = {}
+"""`is_pure`'s answers by node id (with the node, so an id is never reused while remembered)."""
+PURE_MEMO_SIZE = 1 << 16
+
+
 def is_pure(e: Any) -> bool:
-    """True when evaluating ``e`` has no effect besides its value (so it may be dropped)."""
+    """True when evaluating ``e`` has no effect besides its value (so it may be dropped).
+    NOTE: memoized (`_PURE`): the rules ask it of every level of a sum, which walked the
+    whole sum each time (Swin's window-partition indices: 4.4M calls, 29 of 112 s profiled)."""
+    if not isinstance(e, PrimExpr) or isinstance(e, (IntImm, Var)):
+        return True
+    known = _PURE.get(id(e))
+    if known is not None and known[0] is e:
+        return known[1]
+    pure = True
     if isinstance(e, Call):
         op = e.op
-        if not isinstance(op, Op) or op.effect.value > CallEffect.PURE.value:
-            return False
-    if isinstance(e, PrimExpr):
-        for name in type(e).field_names():
-            v = getattr(e, name)
-            if isinstance(v, PrimExpr) and not is_pure(v):
-                return False
-            if isinstance(v, tuple) and not all(is_pure(x) for x in v):
-                return False
-    return True
+        pure = isinstance(op, Op) and op.effect.value <= CallEffect.PURE.value
+    for name in type(e).field_names():
+        if not pure:
+            break
+        v = getattr(e, name)
+        if isinstance(v, PrimExpr):
+            pure = is_pure(v)
+        elif isinstance(v, tuple):
+            pure = all(is_pure(x) for x in v)
+    if len(_PURE) >= PURE_MEMO_SIZE:
+        _PURE.clear()
+    _PURE[id(e)] = (e, pure)
+    return pure
 
 
 # -- constant folding ---------------------------------------------------------------------------

@@ -251,6 +251,24 @@ class _Hasher(DeepWalker):
         return hash(tuple(parts))
 
 
+_HASHES: dict[tuple[int, bool], tuple[Any, int]] = {}
+"""`structural_hash` of nodes by (id, map_free_vars), with the node (so an id is never reused
+while remembered). Nodes are immutable and a hash is a fresh walk of the node alone, so the
+answer for a node object never changes."""
+HASH_MEMO_SIZE = 1 << 16
+
+
 def structural_hash(x: Any, map_free_vars: bool = False) -> int:
-    """A hash consistent with `structural_equal`."""
-    return _Hasher(map_free_vars).value(x)
+    """A hash consistent with `structural_equal` (memoized per node: `_HASHES`; the simplifier's
+    linear forms hash the same terms again at every rewrite of the sums holding them)."""
+    if not isinstance(x, Node):
+        return _Hasher(map_free_vars).value(x)
+    key = (id(x), map_free_vars)
+    known = _HASHES.get(key)
+    if known is not None and known[0] is x:
+        return known[1]
+    h = _Hasher(map_free_vars).value(x)
+    if len(_HASHES) >= HASH_MEMO_SIZE:
+        _HASHES.clear()
+    _HASHES[key] = (x, h)
+    return h

@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kiln.ir.visitor import Mutator
+from kiln.ir.visitor import MemoMutator
 from kiln.te.tensor import ProducerLoad
 from kiln.tir.expr import PrimExpr
 from kiln.tir.functor import substitute
 
 
-class _Rewriter(Mutator):
-    """Substitutes variables and axes by identity, then maps each tensor read."""
+class _Rewriter(MemoMutator):
+    """Substitutes variables and axes by identity, then maps each tensor read (each node once:
+    shared reads stay shared)."""
 
     def __init__(
         self,

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from kiln.ir.node import FrozenMap, Node
-from kiln.ir.visitor import Mutator, Visitor, post_order_visit, pre_order_nodes
+from kiln.ir.visitor import MemoMutator, Mutator, Visitor, post_order_visit, pre_order_nodes
 
 __all__ = [
     "Mutator",
@@ -19,8 +19,9 @@ __all__ = [
 ]
 
 
-class Substitute(Mutator):
-    """Replace variables (by identity) with expressions; buffers whose parts change are rebuilt."""
+class Substitute(MemoMutator):
+    """Replace variables (by identity) with expressions; buffers whose parts change are rebuilt
+    (once: a node shared in several places stays shared, see `MemoMutator`)."""
 
     def __init__(self, vmap: dict[Any, Any]) -> None:
         super().__init__()
