@@ -49,7 +49,8 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import as_attrs
 from kiln.ir.transform import PassContext
-from kiln.ir.visitor import Mutator, pre_order_nodes
+from kiln.ir.visitor import MemoMutator, Mutator, pre_order_nodes
+from kiln.tir import builtin
 from kiln.tir.analysis.rebind import defined_vars, renew_defs
 from kiln.tir.expr import (
     BOOL,
@@ -60,10 +61,13 @@ from kiln.tir.expr import (
     LT,
     NE,
     And,
+    Call,
     FloorDiv,
     IntImm,
     Max,
     Min,
+    Not,
+    Or,
     PrimExpr,
     Var,
     as_const_int,
@@ -125,8 +129,10 @@ class _Partition(Mutator):
         # NOTE: every piece defines the variables of ``s``: found once, not once per piece
         # (DenseNet-121's concat loops have up to 25 pieces; see the commit for the numbers).
         defined = defined_vars(s)
+        inner = _inner_bounds(s.body)
         for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
-            piece = replace(s, min=a, extent=b - a)
+            body = _Decide(s.loop_var, a, b - 1, inner).visit(s.body)
+            piece = replace(s, min=a, extent=b - a, body=body)
             pieces.append(piece if k == 0 else renew_defs(piece, defined))
         return seq(*pieces)
 
@@ -314,6 +320,73 @@ def _tail_limit(
     if isinstance(cond, LT):
         return FloorDiv(bound + IntImm(v.dtype, k - 1), kk)
     return FloorDiv(bound, kk) + IntImm(v.dtype, 1)
+
+
+IF_THEN_ELSE = builtin.op("if_then_else")
+
+
+class _Decide(MemoMutator):
+    """The body of one piece of a split loop (``v`` in ``[first, last]``) with each comparison
+    that is decided there (linear in ``v``, the rest over the loops inside) made a constant,
+    and the ``if_then_else``, ``and``, ``or`` and ``not`` it decides folded. NOTE: `Simplify`
+    decides them too, but a piece then reached it with the whole chain: a concat of k inputs
+    is k nested ``if_then_else`` and splits into k pieces, each of which carried (and renewed,
+    and simplified) all k reads (DenseNet-121: k up to 32, 58 such kernels)."""
+
+    def __init__(self, v: Var, first: int, last: int, inner: dict[Var, tuple[int, int]]) -> None:
+        super().__init__()
+        self.key, self.first, self.last, self.inner = Atom(v), first, last, inner
+
+    def _compare(self, n: PrimExpr) -> PrimExpr:
+        n = self.generic_visit(n)
+        op = type(n)
+        if not n.a.dtype.is_int or n.a.dtype.lanes != 1:
+            return n
+        lin = to_linear(n.a).plus(to_linear(n.b), -1)
+        k = lin.terms.pop(self.key, None)
+        rest = _rest_bound(lin, self.inner)
+        if k is None or rest is None:
+            return n
+        if k < 0:
+            op, k, rest = FLIP[op], -k, (-rest[1], -rest[0])
+        value = decide_compare(op, k * self.first + rest[0], k * self.last + rest[1])
+        return n if value is None else IntImm(n.dtype, int(value))
+
+    visit_LT = visit_LE = visit_GT = visit_GE = visit_EQ = visit_NE = _compare
+
+    def visit_Call(self, n: Call) -> PrimExpr:
+        if n.op is IF_THEN_ELSE and n.args[0].dtype.lanes == 1:
+            taken = as_const_int(self.visit(n.args[0]))
+            if taken is not None:
+                return self.visit(n.args[1] if taken else n.args[2])
+        return self.generic_visit(n)
+
+    def visit_And(self, n: And) -> PrimExpr:
+        n = self.generic_visit(n)
+        a, b = as_const_int(n.a), as_const_int(n.b)
+        if a == 0 or b == 0:
+            return IntImm(n.dtype, 0) if n.dtype.lanes == 1 else n
+        return n.b if a == 1 else n.a if b == 1 else n
+
+    def visit_Or(self, n: Or) -> PrimExpr:
+        n = self.generic_visit(n)
+        a, b = as_const_int(n.a), as_const_int(n.b)
+        if a == 1 or b == 1:
+            return IntImm(n.dtype, 1) if n.dtype.lanes == 1 else n
+        return n.b if a == 0 else n.a if b == 0 else n
+
+    def visit_Not(self, n: Not) -> PrimExpr:
+        n = self.generic_visit(n)
+        a = as_const_int(n.a)
+        return n if a is None else IntImm(n.dtype, 1 - a)
+
+    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+        taken = as_const_int(self.visit(s.condition))
+        if taken == 1:
+            return self.visit(s.then_case)
+        if taken == 0 and s.else_case is not None:
+            return self.visit(s.else_case)
+        return self.generic_visit(s)
 
 
 class _Unguard(Mutator):
