@@ -168,3 +168,22 @@ def pre_order_nodes(node: Any) -> list[Any]:
 
     _V().visit(node)
     return out
+
+
+def distinct_nodes(node: Any) -> list[Any]:
+    """Every distinct node object below and including ``node``, parents first, each once: a
+    subtree shared in several places (TE's inlined bodies are DAGs) is walked once, where
+    `pre_order_nodes` walks it once per place."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    class _V(Visitor):
+        def visit(self, n: Any) -> None:
+            if id(n) in seen:
+                return
+            seen.add(id(n))
+            out.append(n)
+            super().visit(n)
+
+    _V().visit(node)
+    return out

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kiln.arith import Analyzer
-from kiln.ir.visitor import pre_order_nodes
+from kiln.ir.visitor import distinct_nodes
 from kiln.te.rewrite import rewrite_loads, substitute_axes
 from kiln.te.tensor import ComputeOp, ProducerLoad
 from kiln.tir.expr import Div, FloorDiv, FloorMod, IntImm, Mod, PrimExpr
@@ -48,7 +48,7 @@ def effective_bodies(sch: Schedule) -> dict[Stage, PrimExpr]:
 def _divides_by_symbol(e: PrimExpr) -> bool:
     return any(
         isinstance(n, (FloorDiv, FloorMod, Div, Mod)) and not isinstance(n.b, IntImm)
-        for n in pre_order_nodes(e)
+        for n in distinct_nodes(e)
     )
 
 
@@ -74,8 +74,8 @@ def _simplify_reads(op: ComputeOp, body: PrimExpr) -> PrimExpr:
 
 
 def loads_in(expr: Any) -> list[ProducerLoad]:
-    """Every tensor read in ``expr``, in pre-order."""
-    return [n for n in pre_order_nodes(expr) if isinstance(n, ProducerLoad)]
+    """Every distinct tensor read (node) in ``expr``, in pre-order."""
+    return [n for n in distinct_nodes(expr) if isinstance(n, ProducerLoad)]
 
 
 def buffer_readers(sch: Schedule, bodies: dict[Stage, PrimExpr]) -> dict[Stage, list[Stage]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kiln.errors import IRError, IRValueError
 from kiln.ir.names import NameSupply
-from kiln.ir.visitor import pre_order_nodes
+from kiln.ir.visitor import distinct_nodes
 from kiln.te.bound import infer_region, region_guards
 from kiln.te.inline import buffer_readers, effective_bodies
 from kiln.te.lower_loops import StageLoops, make_stage_loops
@@ -135,7 +135,7 @@ def _check_free_vars(state: LowerState, params: list[Var], bmap: dict[Var, Buffe
             things.append(state.bodies[stage])
         for k in getattr(stage.op, "reduce_axis", ()):
             things.append(k.dom)
-        for n in pre_order_nodes(tuple(things)):
+        for n in distinct_nodes(tuple(things)):
             if isinstance(n, Var) and not isinstance(n, AxisVar) and id(n) not in bound:
                 raise IRValueError(
                     f"lower: variable {n.name!r} used by {stage.name!r} is not bound; pass it "

@@ -18,7 +18,7 @@ from typing import Any
 from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.span import Span
-from kiln.ir.visitor import pre_order_nodes
+from kiln.ir.visitor import distinct_nodes
 from kiln.tir.expr import PrimExpr, Var, convert
 from kiln.tir.stmt import IterKind, Range
 
@@ -103,7 +103,7 @@ class PlaceholderOp(Operation):
 class ComputeOp(Operation):
     """``out[axis...] = body``: one value per point of ``axis``; ``body`` may be a `Reduce`."""
 
-    __slots__ = ("axis", "reduce_axis", "body", "shape")
+    __slots__ = ("axis", "reduce_axis", "body", "shape", "_inputs")
 
     def __init__(
         self,
@@ -118,16 +118,19 @@ class ComputeOp(Operation):
         self.axis, self.reduce_axis, self.body = axis, reduce_axis, body
         self.shape = tuple(a.dom.extent for a in axis if a.dom is not None)
         self._output = Tensor(self, self.shape, body.dtype)
+        self._inputs: list[Tensor] | None = None
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        return producers_of(self.body)
+        if self._inputs is None:  # NOTE: the body never changes: walked once
+            self._inputs = producers_of(self.body)
+        return list(self._inputs)
 
 
 def producers_of(expr: Any) -> list[Tensor]:
     """Tensors read by ``expr`` (through `ProducerLoad`), in order of first appearance."""
     seen: dict[int, Tensor] = {}
-    for n in pre_order_nodes(expr):
+    for n in distinct_nodes(expr):
         if isinstance(n, ProducerLoad):
             seen.setdefault(id(n.producer), n.producer)
     return list(seen.values())

@@ -26,7 +26,7 @@ from kiln.ir.dtype import DataType
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
-from kiln.ir.visitor import Mutator
+from kiln.ir.visitor import MemoMutator
 from kiln.tir.analysis.buffer_index import INT64, flat_index_dtype, is_flat
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Add, Broadcast, BufferLoad, Cast, IntImm, Mul, PrimExpr, Ramp
@@ -44,7 +44,10 @@ class FlattenBuffer(PrimFuncPass):
         return func.with_body(_Flattener().visit(func.body))
 
 
-class _Flattener(Mutator):
+class _Flattener(MemoMutator):
+    """NOTE: memoized per node (`MemoMutator`): an access shared in several places of an
+    inlined body is flattened, and its index simplified, once."""
+
     def __init__(self) -> None:
         super().__init__()
         self.flat: dict[Buffer, Buffer] = {}
