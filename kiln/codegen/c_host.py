@@ -55,7 +55,7 @@ from kiln.runtime.vm_builtins import builtin, builtin_index
 from kiln.runtime.vm_format import VMTIR_ENTRY_PREFIX, VMTIR_PREFIX
 from kiln.tir import expr as E
 from kiln.tir import stmt as S
-from kiln.tir.attrs import PACKED_API
+from kiln.tir.attrs import PACKED_API, WEAK_SYMBOL
 from kiln.tir.function import PrimFunc
 from kiln.tir.packed_api import CountCheck, DimCheck, PackedAPI, PackedArg
 
@@ -162,6 +162,8 @@ class CodeGenCHost(CodeGenC):
         self.emit_call(st, api)
         sig = "int32_t num_args, TVMFFIAny* result"
         head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
+        if st.func.get_attr(WEAK_SYMBOL):  # NOTE: a cached kernel linked from two units
+            head = "__attribute__((weak)) " + head
         self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
         if api.symbol.startswith(VMTIR_PREFIX) and not self.check_pending:
             self.entries.append(vmtir_entry(api.symbol[len(VMTIR_PREFIX) :], st.c_name))

@@ -24,15 +24,20 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from kiln import config
 from kiln.codegen.build import compile_flags, report_missed_vectorization
-from kiln.codegen.units import Unit, generate_unit, pack_units
+from kiln.codegen.units import Unit, function_groups, generate_unit, pack_units
+from kiln.driver import kernel_cache
 from kiln.driver.build import build_target, lower
+from kiln.driver.kernel_cache import alias_c_source, canonical_symbol, kernel_key, record
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.driver.signature import signatures
 from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
+from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, Sequential
@@ -40,9 +45,10 @@ from kiln.relax.analysis.cost import COST
 from kiln.relax.backend.codegen import EXTERNAL_MODS, ExternalSource, linked_source
 from kiln.relax.expr import Function
 from kiln.relax.function_pass import debug_pass_context
-from kiln.runtime import Module, load_module, metadata_c_source
+from kiln.runtime import ArgInfo, Module, load_module, metadata_c_source
 from kiln.runtime.parallel_build import compile_units
 from kiln.runtime.toolchain import DEFAULT_FLAGS
+from kiln.runtime.vm_format import VMTIR_PREFIX
 from kiln.tir.function import PrimFunc
 from kiln.vm import ExecBuilder, Executable, check_exec_mode, vm_codegen
 
@@ -113,18 +119,27 @@ def build_library(
     units: list[Unit] = []
     clock = timer or CompileTimer()
     tir_passes = [] if timer is None else [timer.passes("tir")]
+    with clock.phase("kernel cache lookup"):
+        plan = KernelPlan.of(prims, target, all_flags)
 
     def sources() -> Iterator[str]:
-        for part in pack_units(IRModule(prims), UNITS_PER_CPU * jobs):
+        yield from plan.reused
+        for part in pack_units(IRModule(plan.compile), UNITS_PER_CPU * jobs):
             with clock.phase("tir: (verify, split)"):
                 lowered = lower(part, target, instruments=tir_passes)
             with clock.phase("c codegen"):
                 units.append(generate_unit(lowered))
             yield units[-1].source
         # NOTE: the external symbols are listed with the kernels, so the VM finds them by name.
-        exposed = [*(n for u in units for n in u.exposed), *(e.symbol for e in externals)]
-        signatures = {k: v for u in units for k, v in u.signatures.items()}
-        yield linked_source(metadata_c_source(exposed, signatures), externals)[0]
+        found = {k: v for u in units for k, v in u.signatures.items()}
+        symbols = set(plan.aliases.values())
+        exposed = [n for u in units for n in u.exposed if n not in symbols]
+        exposed += [*plan.aliases, *(e.symbol for e in externals)]
+        signatures = {n: v for n, v in found.items() if n not in symbols}
+        for name, symbol in plan.aliases.items():
+            signatures[name] = found[symbol] if symbol in found else plan.reused_args[name]
+        meta = metadata_c_source(exposed, signatures) + alias_c_source(plan.aliases)
+        yield linked_source(meta, externals)[0]
 
     report = None if timer is None else timer.detail
     # NOTE: the units are lowered inside (phases of their own); what is left is the wait.
@@ -135,11 +150,66 @@ def build_library(
     if config.load().debug >= 3:
         print(f"# ---- generated source for target {target} ----", file=sys.stderr)
         print(joined_source(texts), file=sys.stderr)
+    built = objects[len(plan.reused) :]
+    plan.remember(built, units)
     with clock.phase("load"):
-        for obj, unit in zip(objects, units):
+        for obj, unit in zip(built, units):
             report_missed_vectorization(obj, unit.loops)
         library = load_module(path, source=joined_source(texts))
     return library, texts, all_flags
+
+
+@dataclass
+class KernelPlan:
+    """Which kernels of a library `kernel_cache` holds (their units are linked as they are)
+    and which are compiled (under their cache symbols); see `kiln.driver.kernel_cache`."""
+
+    compile: dict[GlobalVar, PrimFunc]
+    reused: list[str] = field(default_factory=list)
+    """The C of the cached units to link (each once)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Kernel name in this module -> its exported symbol in a unit (cached or compiled now)."""
+    reused_args: dict[str, tuple[ArgInfo, ...]] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    """Symbol of a kernel compiled now -> its cache key."""
+
+    @staticmethod
+    def of(prims: dict[GlobalVar, PrimFunc], target: Target, flags: Sequence[str]) -> KernelPlan:
+        if not kernel_cache.enabled():
+            return KernelPlan(dict(prims))
+        plan = KernelPlan({})
+        module = IRModule(prims)
+        grouped: set[GlobalVar] = set()
+        for gvs, _ in function_groups(module):
+            name = gvs[0].name_hint
+            if name.startswith(VMTIR_PREFIX) or len(gvs) > 1:
+                continue  # NOTE: the VM's own functions are the model's; helpers stay with it
+            key = kernel_key([prims[gvs[0]]], target, flags)
+            grouped.add(gvs[0])
+            same = next((s for s, k in plan.keys.items() if k == key), None)
+            if same is not None:  # NOTE: an equal kernel under another name: compiled once
+                plan.aliases[name] = same
+                continue
+            hit = kernel_cache.lookup(key)
+            if hit is not None:
+                plan.aliases[name] = hit.symbol
+                plan.reused_args[name] = hit.args
+                if hit.unit not in plan.reused:
+                    plan.reused.append(hit.unit)
+                continue
+            symbol = canonical_symbol(name, key)
+            plan.aliases[name], plan.keys[symbol] = symbol, key
+            plan.compile[gvs[0]] = kernel_cache.weak(prims[gvs[0]], symbol)
+        plan.compile.update({gv: f for gv, f in prims.items() if gv not in grouped})
+        return plan
+
+    def remember(self, objects: Sequence[Path], units: Sequence[Unit]) -> None:
+        """Record the kernels compiled now, each in the unit (object) that holds it."""
+        for obj, unit in zip(objects, units):
+            for symbol in unit.exposed:
+                key = self.keys.get(symbol)
+                if key is not None:
+                    record(key, obj.with_suffix(".c"), symbol, unit.signatures[symbol])
 
 
 def model_flags(target: Target, flags: Sequence[str] | None = None) -> tuple[str, ...]:

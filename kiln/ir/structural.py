@@ -11,6 +11,8 @@ Both walk IR of any depth up to `kiln.ir.deep.MAX_NESTING`.
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -207,48 +209,80 @@ class _Hasher(DeepWalker):
         self.map_free = map_free_vars
         self.index: dict[int, int] = {}
 
-    def value(self, x: Any, define: bool = False) -> int:
-        if isinstance(x, Node):
-            return self.node(x, define)
-        if isinstance(x, IRModule):
-            parts = [
-                hash((g.name_hint,)) ^ self.value(f)
-                for g, f in sorted(x.items(), key=lambda it: it[0].name_hint)
-            ]
-            return hash(("IRModule", tuple(parts), self.value(x.attrs)))
-        if isinstance(x, (tuple, list)):
-            return hash(("seq", tuple(self.value(v, define) for v in x)))
-        if isinstance(x, np.ndarray):
-            return hash(("array", str(x.dtype), x.shape, x.tobytes()))
-        if isinstance(x, Mapping):
-            return hash(
-                ("map", tuple((self.value(k), self.value(v, define)) for k, v in _items(x)))
-            )
-        if _num(x):  # Python hashes equal ints and floats alike, so 1 and 1.0 agree
-            return hash(x) if x == x else hash("nan")
+    def mix(self, parts: tuple[Any, ...]) -> Any:
+        """One value for ``parts`` (sub-results, names, numbers)."""
+        return hash(parts)
+
+    def leaf(self, x: Any) -> Any:
+        """The value of a non-IR field (a number, a string, an enum, a dtype...)."""
         try:
             return hash(x)
         except TypeError:
             return hash(type(x).__name__)
 
+    def value(self, x: Any, define: bool = False) -> Any:
+        if isinstance(x, Node):
+            return self.node(x, define)
+        if isinstance(x, IRModule):
+            parts = [
+                self.mix((g.name_hint, self.value(f)))
+                for g, f in sorted(x.items(), key=lambda it: it[0].name_hint)
+            ]
+            return self.mix(("IRModule", tuple(parts), self.value(x.attrs)))
+        if isinstance(x, (tuple, list)):
+            return self.mix(("seq", tuple(self.value(v, define) for v in x)))
+        if isinstance(x, np.ndarray):
+            return self.mix(("array", str(x.dtype), x.shape, self.leaf(x.tobytes())))
+        if isinstance(x, Mapping):
+            items = tuple((self.value(k), self.value(v, define)) for k, v in _items(x))
+            return self.mix(("map", items))
+        if _num(x):  # Python hashes equal ints and floats alike, so 1 and 1.0 agree
+            return self.leaf(x) if x == x else self.leaf("nan")
+        return self.leaf(x)
+
     @stack_safe
-    def node(self, n: Node, define: bool) -> int:
+    def node(self, n: Node, define: bool) -> Any:
         if isinstance(n, GlobalVar):
-            return hash(("GlobalVar", n.name_hint))
+            return self.mix(("GlobalVar", n.name_hint))
         if n._binder:
             key = id(n)
             if key in self.index:
-                return hash(("ref", self.index[key]))
+                return self.mix(("ref", self.index[key]))
             via = n._defined_through
             implicit = via is not None and id(getattr(n, via)) in self.index
             if not (define or self.map_free or implicit):
-                return hash(("free", id(n)))
+                return self.mix(("free", id(n)))
             self.index[key] = len(self.index)
         parts = [type(n).__name__]
         for name in _compare_order(type(n)):
             sub_define = define if n._binder else name in n._def_fields
             parts.append(self.value(getattr(n, name), sub_define))
-        return hash(tuple(parts))
+        return self.mix(tuple(parts))
+
+
+class _Digester(_Hasher):
+    """`_Hasher` with values that do not depend on the process: sha256 hex digests over the
+    ``repr`` of parts that are themselves digests, numbers, strings or names."""
+
+    def mix(self, parts: tuple[Any, ...]) -> str:
+        return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+    def leaf(self, x: Any) -> str:
+        if isinstance(x, (bytes, bytearray)):
+            return hashlib.sha256(x).hexdigest()
+        if _num(x):  # NOTE: 1 and 1.0 agree, as in structural_equal
+            whole = isinstance(x, int) or (math.isfinite(x) and x == int(x))
+            return repr(int(x)) if whole else repr(float(x))
+        if isinstance(x, Enum):
+            return f"{type(x).__name__}.{x.name}"
+        return f"{type(x).__name__}:{x}"
+
+
+def structural_digest(x: Any) -> str:
+    """A sha256 hex digest of ``x`` consistent with `structural_equal` (free variables mapped)
+    that is the same in every process: what kiln's caches key IR on (`structural_hash` uses
+    Python's per-process string hashing)."""
+    return str(_Digester(True).value(x))
 
 
 _HASHES: dict[tuple[int, bool], tuple[Any, int]] = {}

@@ -41,8 +41,9 @@ from pathlib import Path
 from kiln import config
 from kiln.errors import KilnError
 
-SUBFOLDERS: tuple[str, ...] = ("models",)
-"""Subfolders of the root that hold entries (`kiln.driver.model_cache` uses ``models``)."""
+SUBFOLDERS: tuple[str, ...] = ("models", "kernels")
+"""Subfolders of the root that hold entries (`kiln.driver.model_cache` uses ``models``,
+`kiln.driver.kernel_cache` ``kernels``)."""
 
 STALE_TEMP_S = 6 * 3600.0
 """A temp file older than this is stale whoever wrote it: no kiln write lasts hours."""

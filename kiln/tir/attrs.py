@@ -57,3 +57,7 @@ PARALLEL_GRAIN = "pragma_parallel_grain"
 worth threads; the C emitter passes it to kiln's thread pool (or prints OpenMP's
 ``if(extent >= grain)`` clause), so the loop then runs on the calling thread alone (the
 schedules of `kiln.topi` set it)."""
+
+WEAK_SYMBOL = "kiln.weak_symbol"
+"""PrimFunc attribute: its exported entry is a weak symbol, so a kernel that two linked objects
+define links once (`kiln.driver.kernel_cache`)."""
