@@ -10,7 +10,9 @@ of the C compiler processes it ran. A round is a *cold* compile, with ``KILN_CAC
 empty folder (nothing of kiln's cache: not the runtime's C, no kernel objects, no model), then
 a *cached* compile in another fresh process with the same folder (a model cache hit). The table
 gives medians over the rounds, and the process's whole wall time (Python start and the import
-of kiln included) of the cached run. Rounds run one after another, one process at a time.
+of kiln included) of the cached run, and a *twin* compile: the same network with every weight
+scaled by 1.01 (another model, every kernel shared: what the kernel cache saves), same folder.
+Rounds run one after another, one process at a time.
 ``--markdown`` writes the table into that file between the ``bench_compile`` markers;
 ``--kiln-root DIR`` times the kiln of another checkout (a baseline: ``git archive`` of a commit).
 """
@@ -78,19 +80,39 @@ def measure(path: Path, cache: Path, root: Path = ROOT) -> dict[str, float]:
     return result
 
 
+def twin(path: Path, folder: Path) -> Path:
+    """``path``'s model with every float initializer scaled by 1.01: another model (another
+    model-cache key) with the same kernels, as a fine-tuned copy of a network is."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    for init in model.graph.initializer:
+        arr = numpy_helper.to_array(init)
+        if arr.dtype.kind == "f":
+            init.CopyFrom(numpy_helper.from_array((arr * 1.01).astype(arr.dtype), init.name))
+    out = folder / f"twin-{path.name}"
+    onnx.save(model, str(out))
+    return out
+
+
 def bench(name: str, rounds: int, root: Path = ROOT) -> dict[str, float]:
-    """Median times of ``rounds`` cold + cached compiles of model ``name`` by the kiln of
-    checkout ``root``."""
+    """Median times of ``rounds`` cold, cached and twin compiles of model ``name`` by the kiln
+    of checkout ``root``."""
     import real_models
 
     path = real_models.export(name)
-    cold, cached = [], []
-    for _ in range(rounds):
-        with tempfile.TemporaryDirectory(prefix="kiln-bench-compile-") as tmp:
-            cold.append(measure(path, Path(tmp), root))
-            cached.append(measure(path, Path(tmp), root))
+    cold, cached, second = [], [], []
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-twin-") as folder:
+        other = twin(path, Path(folder))
+        for _ in range(rounds):
+            with tempfile.TemporaryDirectory(prefix="kiln-bench-compile-") as tmp:
+                cold.append(measure(path, Path(tmp), root))
+                cached.append(measure(path, Path(tmp), root))
+                second.append(measure(other, Path(tmp), root))
     med = statistics.median
     return {
+        "twin_wall": med(r["wall_s"] for r in second),
         "cold_wall": med(r["wall_s"] for r in cold),
         "cold_cpu": med(r["cpu_s"] for r in cold),
         "cold_cc_cpu": med(r["cc_cpu_s"] for r in cold),
@@ -107,16 +129,18 @@ def table(results: dict[str, dict[str, float]], rounds: int) -> str:
         f"Medians of {rounds} rounds, {platform.machine()}, {os.cpu_count()} CPUs, "
         f"{time.strftime('%Y-%m-%d')}. Seconds. cold: `kiln.compile` with an empty "
         "`KILN_CACHE_DIR`; cpu: the process and its C compilers; cached: a second process, "
-        "same cache (its whole run, Python start and `import kiln` included, last).",
+        "same cache (its whole run, Python start and `import kiln` included, last); twin: then "
+        "the same network with other weights (a second model sharing every kernel), same cache.",
         "",
-        "| model | cold wall | cold cpu (of it cc) | cached | cached process | import kiln |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| model | cold wall | cold cpu (of it cc) | cached | cached process | twin (of cold) "
+        "| import kiln |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in results.items():
         lines.append(
             f"| {real_models.DESCRIPTIONS[name]} | {r['cold_wall']:.1f} | {r['cold_cpu']:.1f} "
             f"({r['cold_cc_cpu']:.1f}) | {r['cached_wall']:.3f} | {r['cached_process']:.2f} "
-            f"| {r['import']:.2f} |"
+            f"| {r['twin_wall']:.1f} ({r['twin_wall'] / r['cold_wall']:.0%}) | {r['import']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -150,7 +174,8 @@ def main() -> None:
         r = results[name]
         print(
             f"{name}: cold {r['cold_wall']:.1f} s wall, {r['cold_cpu']:.1f} s cpu; "
-            f"cached {r['cached_wall']:.3f} s ({r['cached_process']:.2f} s process)",
+            f"cached {r['cached_wall']:.3f} s ({r['cached_process']:.2f} s process); "
+            f"twin {r['twin_wall']:.1f} s",
             flush=True,
         )
     text = table(results, args.rounds)

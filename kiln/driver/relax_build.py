@@ -124,7 +124,9 @@ def build_library(
 
     def sources() -> Iterator[str]:
         yield from plan.reused
-        for part in pack_units(IRModule(plan.compile), UNITS_PER_CPU * jobs):
+        # NOTE: the kernels' units hold nothing of this model's own (a later model links them)
+        parts = pack_units(IRModule(plan.compile), UNITS_PER_CPU * jobs)
+        for part in [*parts, *pack_units(IRModule(plan.own), 1)]:
             with clock.phase("tir: (verify, split)"):
                 lowered = lower(part, target, instruments=tir_passes)
             with clock.phase("c codegen"):
@@ -165,6 +167,9 @@ class KernelPlan:
     and which are compiled (under their cache symbols); see `kiln.driver.kernel_cache`."""
 
     compile: dict[GlobalVar, PrimFunc]
+    """The kernels to compile (cacheable: under their cache symbols, when the cache is on)."""
+    own: dict[GlobalVar, PrimFunc] = field(default_factory=dict)
+    """This model's own functions (its VM functions, kernels with helpers): never cached."""
     reused: list[str] = field(default_factory=list)
     """The C of the cached units to link (each once)."""
     aliases: dict[str, str] = field(default_factory=dict)
@@ -200,7 +205,7 @@ class KernelPlan:
             symbol = canonical_symbol(name, key)
             plan.aliases[name], plan.keys[symbol] = symbol, key
             plan.compile[gvs[0]] = kernel_cache.weak(prims[gvs[0]], symbol)
-        plan.compile.update({gv: f for gv, f in prims.items() if gv not in grouped})
+        plan.own = {gv: f for gv, f in prims.items() if gv not in grouped}
         return plan
 
     def remember(self, objects: Sequence[Path], units: Sequence[Unit]) -> None:

@@ -137,3 +137,18 @@ def test_the_kernel_digest_ignores_names_and_is_the_same_in_every_process() -> N
         [sys.executable, "-c", DIGEST], capture_output=True, text=True, check=True, cwd=root
     )
     assert child.stdout.strip() == structural_digest(a)
+
+
+def test_a_reused_unit_brings_no_other_model_code(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """All kernels in one unit (the model's VM function apart): the second model links that
+    unit and its own VM function, not the first model's."""
+    monkeypatch.setattr(sys.modules["kiln.driver.relax_build"], "UNITS_PER_CPU", 0)
+    data_a, ws_a = mlp(0)
+    data_c, ws_c = mlp(4, out=12)
+    np.testing.assert_allclose(
+        kiln.compile(data_a)(X).numpy(), expected(ws_a), rtol=1e-4, atol=1e-4
+    )
+    model_c = kiln.compile(data_c)
+    np.testing.assert_allclose(model_c(X).numpy(), expected(ws_c), rtol=1e-4, atol=1e-4)
