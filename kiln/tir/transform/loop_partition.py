@@ -361,19 +361,16 @@ class _Decide(MemoMutator):
                 return self.visit(n.args[1] if taken else n.args[2])
         return self.generic_visit(n)
 
-    def visit_And(self, n: And) -> PrimExpr:
+    def _connective(self, n: And | Or) -> PrimExpr:
+        """``and`` / ``or`` with a decided operand: the absorbing value, or the other one."""
         n = self.generic_visit(n)
+        absorbing = 0 if isinstance(n, And) else 1
         a, b = as_const_int(n.a), as_const_int(n.b)
-        if a == 0 or b == 0:
-            return IntImm(n.dtype, 0) if n.dtype.lanes == 1 else n
-        return n.b if a == 1 else n.a if b == 1 else n
+        if absorbing in (a, b):
+            return IntImm(n.dtype, absorbing) if n.dtype.lanes == 1 else n
+        return n.b if a == 1 - absorbing else n.a if b == 1 - absorbing else n
 
-    def visit_Or(self, n: Or) -> PrimExpr:
-        n = self.generic_visit(n)
-        a, b = as_const_int(n.a), as_const_int(n.b)
-        if a == 1 or b == 1:
-            return IntImm(n.dtype, 1) if n.dtype.lanes == 1 else n
-        return n.b if a == 0 else n.a if b == 0 else n
+    visit_And = visit_Or = _connective
 
     def visit_Not(self, n: Not) -> PrimExpr:
         n = self.generic_visit(n)

@@ -56,6 +56,31 @@ def test_a_padding_loop_splits_into_fill_copy_fill() -> None:
     assert len({f.body.loop_var for f in loops}) == 3  # the inner loop variable is renewed
 
 
+def _concat_func(k: int) -> tir.PrimFunc:
+    """``B[x] = A0[x] if x < 4 else A1[x - 4] if x < 8 else ...``: a concat of ``k`` inputs of 4
+    as a chain of ``if_then_else``, the loop annotated for the split."""
+    inputs = [tir.decl_buffer((4,), "float32", f"A{i}") for i in range(k)]
+    out = tir.decl_buffer((4 * k,), "float32", "B")
+    x = tir.Var("x")
+    value = inputs[-1][x - 4 * (k - 1)]
+    for i in reversed(range(k - 1)):
+        value = ITE(x < 4 * (i + 1), inputs[i][x - 4 * i], value)
+    body = tir.For(x, 0, 4 * k, tir.ForKind.SERIAL, tir.BufferStore(out, value, (x,)),
+                   annotations={PARTITION: 1})  # fmt: skip
+    params = tuple(tir.Var(b.name, "handle") for b in (*inputs, out))
+    return tir.PrimFunc(params, body, buffer_map=dict(zip(params, (*inputs, out))))
+
+
+def test_each_piece_keeps_only_its_own_branch_before_simplify() -> None:
+    mod = LoopPartition()(IRModule({GlobalVar("f"): _concat_func(6)}))
+    loops = _loops(mod["f"].body)
+    assert len(loops) == 6
+    for i, loop in enumerate(loops):
+        reads = {n.buffer.name for n in pre_order_nodes(loop) if isinstance(n, tir.BufferLoad)}
+        assert reads == {f"A{i}"}, (i, reads)
+        assert "if_then_else" not in str(loop)
+
+
 def test_the_split_loop_computes_what_the_original_did() -> None:
     a = np.arange(1, 9, dtype="float32")
     want = np.zeros((13, 2), "float32")
