@@ -142,6 +142,25 @@ def test_substitute_and_specialize():
     assert len(g.params) == 1 and g.params[0] is y
 
 
+def test_substitution_keeps_a_shared_subtree_shared():
+    """A DAG stays a DAG: a subtree used in k places is rewritten once (a chain of n such
+    levels would otherwise grow into k**n copies)."""
+    from kiln.ir.visitor import distinct_nodes, pre_order_nodes
+
+    def chain(levels: int) -> tir.PrimExpr:
+        e = x + 1
+        for _ in range(levels):  # each level uses the one below twice: 2**levels paths
+            e = e * 2 + e
+        return e
+
+    x, y = tir.Var("x"), tir.Var("y")
+    out = tir.substitute(chain(14), {x: y})
+    assert out.a.a is out.b  # both uses of the level below are one new node
+    assert len(distinct_nodes(out)) == len(distinct_nodes(chain(14))) < 100
+    small = tir.substitute(chain(3), {x: y})
+    assert sum(n is y for n in pre_order_nodes(small)) == 8  # the same value as a tree
+
+
 def test_integer_constants_must_fit_their_dtype():
     with pytest.raises((IRError, IRValueError), match="does not fit int32"):
         tir.IntImm("int32", 2**40)
