@@ -240,6 +240,8 @@ class Entry:
 def _kind(in_root: bool, suffixes: set[str]) -> str:
     if not in_root and ".so" in suffixes:
         return "model"
+    if not in_root and suffixes == {".json"}:
+        return "kernel"  # NOTE: kiln.driver.kernel_cache's entries
     return next((kind for suf, kind in _KINDS if suf in suffixes), "other")
 
 

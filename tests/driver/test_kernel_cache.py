@@ -13,6 +13,7 @@ import pytest
 
 import kiln
 from kiln.driver import kernel_cache
+from kiln.runtime import disk_cache
 from kiln.ir.structural import structural_digest
 
 onnx = pytest.importorskip("onnx")
@@ -69,6 +70,7 @@ def test_a_model_sharing_every_kernel_compiles_only_its_own_vm_code(cache: Path)
     np.testing.assert_allclose(model_a(X).numpy(), expected(ws_a), rtol=1e-4, atol=1e-4)
     first = objects(cache)
     assert list((cache / "kernels").glob("kiln_kernel-*.json"))
+    assert "kernel" in {e.kind for e in disk_cache.scan(cache)[0]}  # kiln cache info lists them
     model_b = kiln.compile(data_b)
     np.testing.assert_allclose(model_b(X).numpy(), expected(ws_b), rtol=1e-4, atol=1e-4)
     new = objects(cache) - first
