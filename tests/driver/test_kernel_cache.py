@@ -13,8 +13,8 @@ import pytest
 
 import kiln
 from kiln.driver import kernel_cache
-from kiln.runtime import disk_cache
 from kiln.ir.structural import structural_digest
+from kiln.runtime import disk_cache
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
