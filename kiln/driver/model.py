@@ -14,7 +14,8 @@
 
 `compile` runs `kiln.relax.build` (kernels fused and scheduled for ``target``). An ONNX model
 compiled before (same bytes, options, target, compiler and kiln) loads from kiln's model cache
-instead (`kiln.driver.model_cache`; the model's ``path`` is then the cached library). A process that
+instead (`kiln.driver.model_cache`); one compiled now is stored there and loaded back from its
+entry (`stored_model`); either way the model's ``path`` is the cached library. A process that
 must not load the compiler at all runs an exported library with the runtime alone:
 ``VirtualMachine(kiln.runtime.load_module(path))``.
 """
