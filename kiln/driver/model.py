@@ -235,8 +235,7 @@ def stored_model(
     native) is stored but not loaded: its runtime would become this process's."""
     if key is not None:
         model_cache.store(key, exe.export_library, inputs)
-        flags = getattr(exe, "flags", None) or ()
-        model = cached_model(key, device, entry) if "-march=native" in flags else None
+        model = cached_model(key, device, entry) if "-march=native" in (exe.flags or ()) else None
         if model is not None:
             return model
     return CompiledModel(exe, device, entry, inputs)

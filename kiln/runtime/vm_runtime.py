@@ -133,11 +133,6 @@ _lock = threading.Lock()
 _process: VMRuntime | None = None
 
 
-def runtime_loaded() -> bool:
-    """Whether this process has its runtime already (`load_vm_runtime` ran)."""
-    return _process is not None
-
-
 def carries_runtime(ffi: tvm_ffi.Module) -> bool:
     """Whether the library ``ffi`` links its own copy of the runtime (an exported model)."""
     return all(ffi.implements_function(f) for f in (INFO_FUNC, INIT_FUNC, POOL_FUNC))
