@@ -4,7 +4,15 @@
   (`remark`: an explicit-vector loop that fell back, a loop the C compiler did not vectorize);
   2 also print IR after each pass; 3 also print generated source. ``time`` (alone, or with a
   level: ``1,time``) prints where a compile's time went, per phase and per pass, to stderr
-  (`kiln.driver.timing`); unlike the levels it keeps the model cache on.
+  (`kiln.driver.timing`); unlike the levels it keeps the model cache on. What 2 prints: after
+  each graph-level pass, the functions it changed (a pass that changed nothing prints one line);
+  the TIR passes of each compile unit print at 3, or at 2 when `KILN_PRINT_AFTER` names them.
+  Constants above a few elements print as references into a metadata section (`kiln.script`).
+- `KILN_PRINT_AFTER`: comma-separated pass names (``fuse-ops,lower-te``; `kiln opt --list` lists
+  them): with `KILN_DEBUG` 2 or 3, print only after these passes, each time the whole module
+  (the functions `KILN_PRINT_FUNCS` selects), changed or not.
+- `KILN_PRINT_FUNCS`: comma-separated shell-style globs of function names (``main,*conv2d*``):
+  with `KILN_DEBUG` 2 or 3, print only the functions they match.
 - `KILN_CC`: the C compiler to use (default: `cc`, then `gcc`, then `clang`).
 - `KILN_CACHE_DIR`: where compiled libraries are cached (default `~/.cache/kiln`).
 - `KILN_CACHE_MAX_BYTES`: the cache's size cap: least recently used entries are evicted after a
@@ -45,6 +53,10 @@ class Config:
     """None: no cap."""
     time_passes: bool = False
     """``KILN_DEBUG`` names ``time``: print a compile's time per phase and pass."""
+    print_after: frozenset[str] | None = None
+    """`KILN_PRINT_AFTER`: print only after these passes (None: after every pass)."""
+    print_funcs: tuple[str, ...] | None = None
+    """`KILN_PRINT_FUNCS`: print only functions matching these globs (None: all)."""
 
 
 CACHE_MAX_BYTES = 4 * 1024**3
@@ -78,6 +90,12 @@ def _debug_env() -> tuple[int, bool]:
         ) from e
 
 
+def _list_env(name: str) -> tuple[str, ...] | None:
+    """A comma-separated variable's non-empty items (None when unset or empty)."""
+    items = tuple(x.strip() for x in os.environ.get(name, "").split(",") if x.strip())
+    return items or None
+
+
 def load() -> Config:
     """Read the environment now (tests may change it between calls)."""
     cache = os.environ.get("KILN_CACHE_DIR") or str(Path.home() / ".cache" / "kiln")
@@ -92,6 +110,8 @@ def load() -> Config:
         num_threads=_int_env("KILN_NUM_THREADS", None),
         cache_max_bytes=cap or None,
         time_passes=timed,
+        print_after=frozenset(after) if (after := _list_env("KILN_PRINT_AFTER")) else None,
+        print_funcs=_list_env("KILN_PRINT_FUNCS"),
     )
 
 

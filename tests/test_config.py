@@ -83,3 +83,14 @@ def test_bad_pool_spin_is_named(monkeypatch, raw):
     monkeypatch.setenv("KILN_POOL_SPIN_US", raw)
     with pytest.raises(ValueError, match="KILN_POOL_SPIN_US"):
         config.pool_spin_us()
+
+
+def test_print_filters_are_comma_separated(monkeypatch):
+    monkeypatch.setenv("KILN_PRINT_AFTER", "fuse-ops, lower-te,")
+    monkeypatch.setenv("KILN_PRINT_FUNCS", "main,*conv2d*")
+    cfg = config.load()
+    assert cfg.print_after == {"fuse-ops", "lower-te"}
+    assert cfg.print_funcs == ("main", "*conv2d*")
+    monkeypatch.setenv("KILN_PRINT_AFTER", " ")
+    monkeypatch.delenv("KILN_PRINT_FUNCS")
+    assert config.load().print_after is None and config.load().print_funcs is None

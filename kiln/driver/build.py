@@ -48,9 +48,15 @@ def lower(
     those of ``KILN_DEBUG``); returns the lowered module."""
     mod = as_module(obj)
     tgt = build_target(target)
-    level = config.load().debug
+    cfg = config.load()
     verify_well_formed(mod)
-    ctx = PassContext.for_debug_level(level, verify=verify_well_formed)
+    ctx = PassContext.for_debug_level(
+        cfg.debug,
+        verify=verify_well_formed,
+        print_from=3,
+        print_after=cfg.print_after,
+        print_funcs=cfg.print_funcs,
+    )
     ctx.instruments.extend(instruments)
     passes = list(pipeline) if pipeline is not None else default_tir_pipeline(tgt)
     return Sequential(passes)(mod, ctx)

@@ -7,6 +7,7 @@ the debugging instruments for a `KILN_DEBUG` level when the caller gives it a ve
 
 from __future__ import annotations
 
+import fnmatch
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -30,14 +31,39 @@ class PassInstrument:
 
 @dataclass
 class PrintAfterPass(PassInstrument):
-    """Prints the module after each pass (``KILN_DEBUG=2``)."""
+    """Prints functions of the module after each pass (``KILN_DEBUG=2``), to ``stream``.
+
+    With ``passes`` (pass names) it prints only after those passes, each time every selected
+    function; without, after every pass the selected functions that pass changed (a pass that
+    changed none prints one line). ``funcs`` (shell-style globs of function names) selects
+    functions; None selects all. A printed module may refer to functions it does not hold (they
+    did not change): ``kiln.script.from_source(text, partial=True)`` parses it anyway."""
 
     stream: TextIO | None = None
+    passes: frozenset[str] | None = None
+    funcs: tuple[str, ...] | None = None
+    _before: dict[str, BaseFunc] = field(default_factory=dict)
+
+    def before_pass(self, mod: IRModule, pass_: Pass) -> None:
+        self._before = {gv.name_hint: f for gv, f in mod.items()}
 
     def after_pass(self, mod: IRModule, pass_: Pass) -> None:
+        if self.passes is not None and pass_.name not in self.passes:
+            return
+        chosen = {gv: f for gv, f in mod.items() if self._selected(gv.name_hint)}
+        if self.passes is None:
+            chosen = {gv: f for gv, f in chosen.items() if self._before.get(gv.name_hint) is not f}
         out = self.stream or sys.stderr
         print(f"# ---- after {pass_.name} ----", file=out)
-        print(mod, file=out)
+        if not chosen:
+            print("# unchanged", file=out)
+        else:
+            if self.passes is None:
+                print(f"# {len(chosen)} of {len(mod)} functions changed", file=out)
+            print(IRModule(chosen, mod.attrs), file=out)
+
+    def _selected(self, name: str) -> bool:
+        return self.funcs is None or any(fnmatch.fnmatchcase(name, g) for g in self.funcs)
 
 
 @dataclass
@@ -90,14 +116,23 @@ class PassContext:
 
     @staticmethod
     def for_debug_level(
-        level: int, verify: Callable[[IRModule], None] | None = None, **kwargs: Any
+        level: int,
+        verify: Callable[[IRModule], None] | None = None,
+        *,
+        print_from: int = 2,
+        print_after: frozenset[str] | None = None,
+        print_funcs: tuple[str, ...] | None = None,
+        **kwargs: Any,
     ) -> PassContext:
-        """A context with the instruments of ``KILN_DEBUG=level`` (1 verify, 2 also print)."""
+        """A context with the instruments of ``KILN_DEBUG=level``: 1 verifies after each pass;
+        from ``print_from`` on (2 for graph-level pipelines, 3 for TIR) it also prints, as does 2
+        when ``print_after`` names passes (`PrintAfterPass` with ``print_after`` and
+        ``print_funcs``)."""
         instruments: list[PassInstrument] = []
         if level >= 1 and verify is not None:
             instruments.append(VerifyAfterPass(verify))
-        if level >= 2:
-            instruments.append(PrintAfterPass())
+        if level >= print_from or (level >= 2 and print_after is not None):
+            instruments.append(PrintAfterPass(passes=print_after, funcs=print_funcs))
         return PassContext(instruments=instruments, **kwargs)
 
 

@@ -22,8 +22,16 @@ class FunctionPass(_FunctionPass):
 def debug_pass_context(**kwargs: Any) -> PassContext:
     """A `PassContext` for graph-level pipelines with the instruments of ``KILN_DEBUG``: 1
     verifies every function of the module after each pass (`verify_module`: TIR and relax
-    functions alike), 2 also prints the module after each pass."""
+    functions alike), 2 also prints the functions each pass changed (`KILN_PRINT_AFTER` and
+    `KILN_PRINT_FUNCS` select passes and functions)."""
     from kiln import config
     from kiln.relax.analysis.well_formed import verify_module
 
-    return PassContext.for_debug_level(config.load().debug, verify=verify_module, **kwargs)
+    cfg = config.load()
+    return PassContext.for_debug_level(
+        cfg.debug,
+        verify=verify_module,
+        print_after=cfg.print_after,
+        print_funcs=cfg.print_funcs,
+        **kwargs,
+    )

@@ -85,3 +85,47 @@ def test_pass_type_errors():
 
     with pytest.raises(TypeError, match="returned NoneType"):
         Bad()(IRModule())
+
+
+class TouchSub(Pass):
+    """Replaces ``subroutine`` with a copy (a changed function); ``main`` stays as it is."""
+
+    name = "touch-sub"
+
+    def run(self, mod, ctx):
+        return mod.update("subroutine", mod["subroutine"].with_attr("touched", 1))
+
+
+def _chunks(text: str) -> dict[str, str]:
+    parts = text.split("# ---- after ")[1:]
+    return {p.split(" ----", 1)[0]: p for p in parts}
+
+
+def test_print_after_pass_prints_only_the_functions_a_pass_changed():
+    out = io.StringIO()
+    ctx = PassContext(instruments=[PrintAfterPass(out)])
+    Sequential([RenameAttr(), TouchSub()])(caller_module(), ctx)
+    chunks = _chunks(out.getvalue())
+    assert chunks["rename-attr"].splitlines()[1] == "# unchanged"
+    touched = chunks["touch-sub"]
+    assert "# 1 of 2 functions changed" in touched
+    assert "def subroutine(" in touched and "def main(" not in touched
+
+
+def test_print_after_named_passes_prints_whole_selected_module():
+    out = io.StringIO()
+    printer = PrintAfterPass(out, passes=frozenset({"rename-attr"}), funcs=("main",))
+    Sequential([RenameAttr(), TouchSub()])(caller_module(), PassContext(instruments=[printer]))
+    chunks = _chunks(out.getvalue())
+    assert list(chunks) == ["rename-attr"]
+    assert "def main(" in chunks["rename-attr"] and "def subroutine(" not in chunks["rename-attr"]
+
+
+def test_debug_context_prints_tir_from_level_three_unless_passes_are_named():
+    def printers(level, **kwargs):
+        ctx = PassContext.for_debug_level(level, verify=tir.verify_well_formed, **kwargs)
+        return [i for i in ctx.instruments if isinstance(i, PrintAfterPass)]
+
+    assert printers(2) and not printers(2, print_from=3) and printers(3, print_from=3)
+    named = printers(2, print_from=3, print_after=frozenset({"simplify"}), print_funcs=("f*",))
+    assert named[0].passes == {"simplify"} and named[0].funcs == ("f*",)

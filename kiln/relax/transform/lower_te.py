@@ -251,7 +251,11 @@ class _Lowerer(ExprMutator):
                 prim = prim.with_attr(COST, list(cost))
             if prim.span is None and self.caller is not None:
                 prim = replace(prim, span=self.caller.span)
-            hit = (self.builder.add_func(prim, name), positions)
+            gv = self.builder.add_func(prim, name)
+            # NOTE: exported under its module name now (what AttachGlobalSymbol would give it),
+            # so the passes after this one leave the kernel's object as it is
+            self.builder.update_func(gv, prim.with_attr("global_symbol", gv.name_hint))
+            hit = (gv, positions)
             self.prims.put(key, str(self.target), hit)
         return hit
 
