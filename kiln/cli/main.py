@@ -8,6 +8,8 @@
     kiln profile model.onnx --peak-gflops 98 --bandwidth 20   # ... and each kernel's % of bound
     kiln profile model.onnx --repeat 20                        # medians of 20 calls (default 5)
     kiln cache info | clear                      # kiln's build cache (kiln.cli.cache)
+    kiln opt --list                              # every pass by name (kiln.cli.opt)
+    kiln opt -p fuse-ops,lower-te model.py       # run passes on a script (or .onnx), print script
 
 Errors kiln raises on purpose (a bad model, a wrong input) print as one message and exit 1.
 """
@@ -18,6 +20,7 @@ import argparse
 import sys
 
 from kiln.cli import cache as cache_cli
+from kiln.cli import opt as opt_cli
 from kiln.errors import KilnError
 
 
@@ -65,6 +68,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=5, metavar="N",
                    help="profiled calls; each time is the median of them (default 5)")  # fmt: skip
     cache_cli.add_parser(sub)
+    opt_cli.add_parser(sub)
     return ap
 
 
@@ -72,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "cache":  # NOTE: needs neither the compiler nor numpy
         handler = cache_cli.cmd_cache
+    elif args.command == "opt":
+        handler = opt_cli.cmd_opt
     else:
         from kiln.cli import commands
 
