@@ -6,6 +6,10 @@ Graph level (`default_relax_pipeline`), from normalized relax functions to VM fo
 2. `FoldConstant(build)` — operator calls on constants only (weight-only subgraphs:
    ``permute_dims(w)``, ``reshape(bias)``) evaluated at compile time, in numpy where that is
    exact, else by their host kernel;
+2b. `SimplifyInference` — a constant-statistics ``batch_norm`` becomes ``x * s + t``; then
+   `SimplifyIdentities` — calls that return their operand or undo each other go (``x * 1``,
+   ``reshape(reshape(x))``, a ``permute_dims`` of a ``permute_dims``, ``astype`` to the same
+   dtype), bit-exact. Both are rewrite rules (`kiln.relax.pattern`);
 3. `PartitionForCompiler(name)` per external codegen the caller asks for (``dnnl``) — what it
    supports becomes ``Compiler=<name>`` functions (left out when none is asked for);
 4. `AlterOpLayout(target)` — for a CPU target, convolutions and their neighbours in the
@@ -147,6 +151,7 @@ def default_relax_pipeline(
         # ---- weights and layouts ---------------------------------------------------------
         relax_transform.FoldConstant(build=host_kernel),
         relax_transform.SimplifyInference(),
+        relax_transform.SimplifyIdentities(),
         *(relax_transform.PartitionForCompiler(name) for name in external_codegens),
         relax_transform.AlterOpLayout(target),
         relax_transform.FoldConstant(build=host_kernel),

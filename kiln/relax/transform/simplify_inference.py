@@ -5,7 +5,8 @@ normalized output ``y = batch_norm(x, gamma, beta, mean, var)[0]`` whose four pa
 `Constant` s becomes ``x * s + t`` with the per-channel constants ``s = gamma / sqrt(var +
 eps)`` and ``t = beta - mean * s`` (computed in float64, stored in ``x``'s dtype), shaped to
 broadcast along the call's axis. The ``batch_norm`` binding goes when nothing else reads it
-(its other fields are the statistics, passed through).
+(its other fields are the statistics, passed through). One rewrite rule
+(`kiln.relax.pattern`): the ``[0]`` and its ``batch_norm`` are bindings of one block.
 
 NOTE: ``batch_norm`` has no channel-blocked form, so `AlterOpLayout` converted the data to NCHW
 and back around every one; a multiply and an add stay blocked and join the epilogue of the
@@ -25,38 +26,35 @@ import numpy as np
 from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
-from kiln.ir.visitor import pre_order_nodes
 from kiln.relax import op as R
-from kiln.relax.analysis.free_vars import use_counts
 from kiln.relax.analysis.primitive import is_lowerable
-from kiln.relax.binding import Binding, VarBinding
-from kiln.relax.expr import Call, Constant, Function, TupleGetItem, const
-from kiln.relax.expr_functor import ExprMutator
+from kiln.relax.expr import Call, Constant, Expr, Function, const
 from kiln.relax.function_pass import FunctionPass
+from kiln.relax.pattern import Match, P, is_const, is_op, is_tuple_get, rewrite, rule
 from kiln.relax.struct_info import TensorStructInfo
 
-BATCH_NORM = "relax.nn.batch_norm"
+STATISTICS = ("gamma", "beta", "mean", "var")
 
 
-def _constant_batch_norm(value: Any) -> bool:
-    return (
-        isinstance(value, Call)
-        and getattr(value.op, "name", None) == BATCH_NORM
-        and all(isinstance(a, Constant) for a in value.args[1:])
-        and isinstance(value.args[0].struct_info_, TensorStructInfo)
-        and value.args[0].struct_info_.ndim >= 1
-    )
+def _has_channels(x: Any) -> bool:
+    return isinstance(x.struct_info_, TensorStructInfo) and x.struct_info_.ndim >= 1
 
 
-def _affine(call: Call) -> tuple[Constant, Constant]:
-    """``(s, t)`` with ``x * s + t`` the normalized output of the constant ``batch_norm``
-    ``call``, shaped to broadcast along its axis."""
-    x, gamma, beta, mean, var = call.args
+BATCH_NORM = is_op("relax.nn.batch_norm")(
+    P.x.where(_has_channels), *(is_const().named(k) for k in STATISTICS)
+).named("bn")
+
+
+def _affine(call: Call, stats: list[Constant]) -> tuple[Constant, Constant]:
+    """``(s, t)`` with ``x * s + t`` the normalized output of the ``batch_norm`` ``call`` of
+    constant ``stats`` (gamma, beta, mean, var), shaped to broadcast along its axis."""
+    x = call.args[0]
+    gamma, beta, mean, var = (c.data.astype("float64") for c in stats)
     a = call.attrs
-    g = gamma.data.astype("float64") if a["scale"] else 1.0  # type: ignore[attr-defined]
-    b = beta.data.astype("float64") if a["center"] else 0.0  # type: ignore[attr-defined]
-    s = g / np.sqrt(var.data.astype("float64") + a["epsilon"])  # type: ignore[attr-defined]
-    t = b - mean.data.astype("float64") * s  # type: ignore[attr-defined]
+    g = gamma if a["scale"] else 1.0
+    b = beta if a["center"] else 0.0
+    s = g / np.sqrt(var + a["epsilon"])
+    t = b - mean * s
     sinfo = x.struct_info_
     assert isinstance(sinfo, TensorStructInfo)
     shape = [1] * sinfo.ndim
@@ -66,30 +64,10 @@ def _affine(call: Call) -> tuple[Constant, Constant]:
     return scale, const(np.asarray(t).reshape(shape).astype(dtype))
 
 
-class _Simplify(ExprMutator):
-    def __init__(self, mod: IRModule, func: Function) -> None:
-        super().__init__(mod)
-        uses = use_counts(func)
-        bindings = [b for b in pre_order_nodes(func.body) if isinstance(b, VarBinding)]
-        self.norms = {id(b.var): b.value for b in bindings if _constant_batch_norm(b.value)}
-        outputs: dict[int, int] = {}
-        for b in bindings:
-            v = b.value
-            if isinstance(v, TupleGetItem) and v.index == 0 and id(v.tuple_value) in self.norms:
-                outputs[id(v.tuple_value)] = outputs.get(id(v.tuple_value), 0) + 1
-        self.dropped = {k for k, n in outputs.items() if n == uses.get(k, 0)}
-
-    def visit_binding(self, b: Binding) -> None:
-        if isinstance(b, VarBinding) and id(b.var) in self.dropped:
-            return None
-        v = b.value
-        if isinstance(b, VarBinding) and isinstance(v, TupleGetItem) and v.index == 0:
-            call = self.norms.get(id(v.tuple_value))
-            if call is not None:
-                scale, shift = _affine(call)
-                scaled = self.builder.emit(R.multiply(self.visit(call.args[0]), scale), "bn_scaled")
-                return self.reemit(b, R.add(scaled, shift))
-        return super().visit_binding(b)
+@rule(is_tuple_get(BATCH_NORM, 0))
+def batch_norm_as_affine(m: Match) -> Expr | None:
+    scale, shift = _affine(m.value("bn"), [m.value(k) for k in STATISTICS])
+    return R.add(R.multiply(m.x, scale), shift)
 
 
 @dataclass(frozen=True)
@@ -99,10 +77,7 @@ class SimplifyInference(FunctionPass):
     name: ClassVar[str] = "simplify-inference"
 
     def transform(self, gv: GlobalVar, func: Function, mod: IRModule, ctx: PassContext) -> BaseFunc:
-        if not is_lowerable(func):
-            return func
-        s = _Simplify(mod, func)
-        return s.visit(func) if s.norms else func
+        return rewrite(func, [batch_norm_as_affine], mod) if is_lowerable(func) else func
 
 
 __all__ = ["SimplifyInference"]
