@@ -1,6 +1,6 @@
 """kiln: a tensor-program compiler written in Python.
 
-The layers (see DESIGN.md): `kiln.ir` (core, `Target`), `kiln.tir` (tensor-level IR),
+The layers (see docs/architecture.md): `kiln.ir` (core, `Target`), `kiln.tir` (tensor-level IR),
 `kiln.arith` (simplifier), `kiln.te` / `kiln.topi` (tensor expressions, operator library),
 `kiln.codegen` (C / CUDA), `kiln.relax` (graph level), `kiln.vm` (VM codegen), `kiln.script`
 (TVMScript parser/printer), `kiln.runtime` (tvm-ffi runtime, `VirtualMachine`), `kiln.driver`

@@ -1,4 +1,5 @@
-"""Imports point down the layer table of DESIGN.md; passes import analyses, never other passes.
+"""Imports point down the layer table of docs/architecture.md; passes import analyses, never
+other passes.
 
 Every module of the package is parsed and every import it makes is checked: module-level,
 function-level and ``TYPE_CHECKING`` imports alike, plus ``importlib.import_module("kiln...")``
@@ -49,7 +50,7 @@ def layer_of(module: str) -> int:
         for p in prefixes:
             if (module == p or module.startswith(p + ".")) and len(p) > best_len:
                 best, best_len = row, len(p)
-    assert best >= 0, f"{module} is in no layer: add it to LAYERS and to DESIGN.md"
+    assert best >= 0, f"{module} is in no layer: add it to LAYERS and to docs/architecture.md"
     return best
 
 

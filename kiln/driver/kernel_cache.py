@@ -6,10 +6,10 @@ several kernels, so another model (or the same one with another input size) that
 them wrote other units and compiled them all again. This cache remembers, per kernel, the unit
 that holds it:
 
-- the key (`kernel_key`, DESIGN.md's one kernel key) is a sha256 over `structural_digest` of the
-  kernel's scheduled PrimFunc as LowerTE made it (its schedule's knobs are in it; names are not),
-  the target, the C compiler's identity and flags, and `source_fingerprint` (a changed kiln
-  never reuses an older one's kernel);
+- the key (`kernel_key`, docs/architecture.md's one kernel key) is a sha256 over
+  `structural_digest` of the kernel's scheduled PrimFunc as LowerTE made it (its schedule's
+  knobs are in it; names are not), the target, the C compiler's identity and flags, and
+  `source_fingerprint` (a changed kiln never reuses an older one's kernel);
 - a kernel compiled in a unit gets the exported name `canonical_symbol` (its base name and key),
   the same in every model; each model's library exports the kernel under its own name too,
   through a forwarding entry (`alias_c_source`), so the VM, profiles and ``kiln.load`` see the

@@ -2,7 +2,7 @@
 
 Its C is two translation units (`runtime_units`): kiln/runtime/vm_c/{anylist.h, common.h,
 builtins.c, checks.c, interp.c, vm.c} concatenated, and kiln/runtime/thread_pool.c. Every
-library `export_library` writes links both (DESIGN.md decision 4, "the artifact is closed"), so
+library `export_library` writes links both (docs/architecture.md, "the artifact is closed"), so
 it exports ``kiln_vm_init``, ``__kiln_vm_info`` and ``__kiln_thread_pool`` beside its kernels.
 
 `load_vm_runtime(library)` returns the process's runtime, the same object on every call: the

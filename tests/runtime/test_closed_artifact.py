@@ -1,6 +1,7 @@
-"""An exported model is closed (DESIGN.md decision 4): it carries kiln's runtime (VM builtins,
-interpreter, thread pool), so it loads and runs where there is no C compiler and no writable
-cache; every library carrying a copy agrees with the one the process uses, or is refused."""
+"""An exported model is closed (docs/architecture.md, "the artifact is closed"): it carries
+kiln's runtime (VM builtins, interpreter, thread pool), so it loads and runs where there is no
+C compiler and no writable cache; every library carrying a copy agrees with the one the process
+uses, or is refused."""
 
 from __future__ import annotations
 
