@@ -85,6 +85,7 @@ _ENTRIES = (
     _plain(rx.Normalize),
     PassEntry(rx.FoldConstant, lambda _: rx.FoldConstant(build=host_kernel)),
     _plain(rx.SimplifyInference),
+    _plain(rx.SimplifyIdentities),
     PassEntry(
         rx.PartitionForCompiler, lambda o: rx.PartitionForCompiler(o.compiler), ("compiler",)
     ),
