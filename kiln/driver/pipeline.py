@@ -3,41 +3,46 @@
 Graph level (`default_relax_pipeline`), from normalized relax functions to VM form:
 
 1. `Normalize` — struct info everywhere, A-normal form (hand-built modules may lack either);
+   ---- weights and layouts ----
 2. `FoldConstant(build)` — operator calls on constants only (weight-only subgraphs:
    ``permute_dims(w)``, ``reshape(bias)``) evaluated at compile time, in numpy where that is
    exact, else by their host kernel;
-2b. `SimplifyInference` — a constant-statistics ``batch_norm`` becomes ``x * s + t``; then
-   `SimplifyIdentities` — calls that return their operand or undo each other go (``x * 1``,
+3. `SimplifyInference` — a constant-statistics ``batch_norm`` becomes ``x * s + t``;
+4. `SimplifyIdentities` — calls that return their operand or undo each other go (``x * 1``,
    ``reshape(reshape(x))``, a ``permute_dims`` of a ``permute_dims``, ``astype`` to the same
-   dtype), bit-exact. Both are rewrite rules (`kiln.relax.pattern`);
-3. `PartitionForCompiler(name)` per external codegen the caller asks for (``dnnl``) — what it
+   dtype), bit-exact. 3 and 4 are rewrite rules (`kiln.relax.pattern`);
+5. `PartitionForCompiler(name)` per external codegen the caller asks for (``dnnl``) — what it
    supports becomes ``Compiler=<name>`` functions (left out when none is asked for);
-4. `AlterOpLayout(target)` — for a CPU target, convolutions and their neighbours in the
+6. `AlterOpLayout(target)` — for a CPU target, convolutions and their neighbours in the
    channel-blocked layouts of the CPU kernels (converted at the chain's boundary only), and
    constant matmul weights as packed column panels;
-5. `FoldConstant(build)` again — the weight layouts of step 4 computed once, at compile time
+7. `FoldConstant(build)` again — the weight layouts of step 6 computed once, at compile time
    (the kernels then read packed constants; nothing repacks a weight per call);
-5b. `HoistDimsOnly` — values that depend only on symbolic dims (masks, position ids) move to
+8. `HoistDimsOnly` — values that depend only on symbolic dims (masks, position ids) move to
    a function the VM runs once per distinct dims (``vm.builtin.call_memoized``);
-6. `FuseOps` — operator calls of dataflow blocks grouped into ``Primitive`` functions
-   (element-wise chains, an anchor with its epilogue, a reduction with its producers);
-7. `LowerTE(module_name, target)` — each primitive becomes one kernel scheduled for
-   ``target`` (equal ones shared), ``Compiler`` functions go to their codegen (C in the
-   module's ``external_mods``, the function kept as ``Extern=1``), calls become
-   ``call_lowered``, with a host shape function where the result shape is unknown;
-8. `LegalizeOps` — what LowerTE leaves (operators outside dataflow blocks, unknown shapes)
-   becomes ``call_tir`` of a TE-computed PrimFunc, one per operator;
-9. `LambdaLift` — local functions become module functions, capturing ones closures;
-10. `ToNonDataflow` — dataflow blocks become ordinary blocks;
-11. `CallShapeFunctions` — a ``call_lowered`` of unknown result shape first calls its host
+   ---- operators to kernels ----
+9. `FuseAttention(target)` — for a CPU target, each ``softmax(q @ k^T * c + bias) @ v`` chain
+   becomes one ``relax.nn.attention`` call;
+10. `FuseOps` — operator calls of dataflow blocks grouped into ``Primitive`` functions
+    (element-wise chains, an anchor with its epilogue, a reduction with its producers);
+11. `LowerTE(module_name, target)` — each primitive becomes one kernel scheduled for
+    ``target`` (equal ones shared), ``Compiler`` functions go to their codegen (C in the
+    module's ``external_mods``, the function kept as ``Extern=1``), calls become
+    ``call_lowered``, with a host shape function where the result shape is unknown;
+12. `LegalizeOps` — what LowerTE leaves (operators outside dataflow blocks, unknown shapes)
+    becomes ``call_tir`` of a TE-computed PrimFunc, one per operator;
+    ---- VM lowering ----
+13. `LambdaLift` — local functions become module functions, capturing ones closures;
+14. `ToNonDataflow` — dataflow blocks become ordinary blocks;
+15. `CallShapeFunctions` — a ``call_lowered`` of unknown result shape first calls its host
     shape function, whose results become fresh symbolic dims of its outputs;
-12. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
+16. `CallTIRRewrite` — destination-passing calls (``call_tir``, ``call_lowered``,
     ``call_dps_packed``) get explicit output allocations and become kernel calls;
-13. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
-14. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
-15. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
+17. `StaticPlanBlockMemory` — intermediates become views of storage shared by liveness;
+18. `VMBuiltinLower` — allocations and the remaining builtins become ``vm.builtin.*`` calls;
+19. `VMShapeLower` — a shape heap per function: inputs checked, symbolic dims read from them,
     compound dims computed by shape functions, shapes made from the heap;
-16. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
+20. `AttachGlobalSymbol` — every PrimFunc exported, so the VM finds it in the library.
 
 ``Extern=1`` functions are kernels of the library (their C comes from ``external_mods``): the
 VM passes leave their bodies alone and calls reach their symbol. After the list
@@ -53,8 +58,11 @@ TIR, for a target with a device (``cuda``, host ``c``):
    (must precede the merge, which reuses bytes only across a barrier);
 4. `MergeSharedMemoryAllocations` — one dynamic shared buffer per kernel region, reused by
    liveness (must precede the split: a kernel launch passes one dynamic shared size);
-5. `AnnotateDeviceRegions` → 6. `SplitHostDevice` → 7. `LowerDeviceKernelLaunch` — thread scopes
-   become kernels, host calls of kernels become launches (these three always run back to back);
+5. `AnnotateDeviceRegions` — each outermost thread scope of a host function marked as a
+   device region;
+6. `SplitHostDevice` — each marked region becomes a kernel;
+7. `LowerDeviceKernelLaunch` — host calls of kernels become launches (5-7 always run back to
+   back);
 8. `MakePackedAPI` — typed signatures, and the checked tvm-ffi entry plan of exposed functions;
 9. `LegalizeStorage` — bfloat16 / float8 values are computed in float32 and rounded once on
    store, on every target without native arithmetic for them (all but bf16 on CUDA sm_80+);
