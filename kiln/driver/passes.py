@@ -148,9 +148,27 @@ def lookup(name: str) -> PassEntry:
     raise KilnError(f"unknown pass {name!r}{hint} (`kiln opt --list` names every pass)")
 
 
+def check_print_after(names: frozenset[str] | None) -> None:
+    """Refuse a `KILN_PRINT_AFTER` that names a pass kiln does not have (its close matches in
+    the error), before a compile that would print nothing for it."""
+    for name in sorted(names or ()):
+        try:
+            lookup(name)
+        except KilnError as e:
+            raise KilnError(f"KILN_PRINT_AFTER: {e}") from None
+
+
 def pass_by_name(name: str, options: PassOptions | None = None) -> Pass:
     """A new instance of pass ``name``, made with ``options`` (default: `PassOptions()`)."""
     return lookup(name).make(options or PassOptions())
 
 
-__all__ = ["PASSES", "PassEntry", "PassOptions", "lookup", "pass_by_name", "pass_names"]
+__all__ = [
+    "PASSES",
+    "PassEntry",
+    "PassOptions",
+    "check_print_after",
+    "lookup",
+    "pass_by_name",
+    "pass_names",
+]

@@ -33,6 +33,7 @@ from kiln.codegen.units import Unit, function_groups, generate_unit, pack_units
 from kiln.driver import kernel_cache
 from kiln.driver.build import build_target, lower
 from kiln.driver.kernel_cache import alias_c_source, canonical_symbol, kernel_key, record
+from kiln.driver.passes import check_print_after
 from kiln.driver.pipeline import default_relax_pipeline
 from kiln.driver.signature import signatures
 from kiln.driver.timing import CompileTimer
@@ -86,6 +87,7 @@ def lower_to_vm(
         pipeline = default_relax_pipeline(
             build_target(target), external_codegens=tuple(external_codegens)
         )
+    check_print_after(config.load().print_after)
     ctx = debug_pass_context()
     if timer is not None:
         ctx.instruments.append(timer.passes("graph"))

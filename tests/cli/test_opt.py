@@ -14,6 +14,7 @@ import kiln
 from kiln.cli.main import main
 from kiln.driver.passes import PASSES, PassOptions, lookup, pass_by_name
 from kiln.errors import KilnError
+from kiln.examples.models import MLP
 from kiln.ir import structural_equal
 from kiln.ir.transform import Pass
 from kiln.relax.transform import FuseOps, Normalize
@@ -187,3 +188,10 @@ def test_bad_input_is_one_located_error(tmp_path: Path, capsys: pytest.CaptureFi
     assert "expected a .py script (@I.ir_module) or an .onnx model" in capsys.readouterr().err
     assert main(["opt", str(bad)]) == 1
     assert "give -p PASS,... and a FILE" in capsys.readouterr().err
+
+
+def test_kiln_print_after_with_an_unknown_pass_names_the_close_match(monkeypatch) -> None:
+    monkeypatch.setenv("KILN_DEBUG", "2")
+    monkeypatch.setenv("KILN_PRINT_AFTER", "fuse-ops,lower-tee")
+    with pytest.raises(KilnError, match="KILN_PRINT_AFTER: unknown pass 'lower-tee'.*'lower-te'"):
+        kiln.compile(MLP)
