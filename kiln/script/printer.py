@@ -20,6 +20,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.node import Node
 from kiln.ir.structural import structural_equal
 from kiln.relax.expr import Function
+from kiln.script.metadata import MetadataWriter
 from kiln.script.printer_expr import EXPR_RESERVED, STRICT, ExprPrinter, ScriptNameSupply, quote
 from kiln.script.printer_relax import HEADER as RELAX_HEADER
 from kiln.script.printer_relax import RelaxPrinter, print_relax
@@ -123,8 +124,10 @@ def _is_zero(e: Any, dtype: Any) -> bool:
 class Printer(ExprPrinter):
     """Prints statements, functions and modules (see the module docstring)."""
 
-    def __init__(self, module_name: str = "Module") -> None:
+    def __init__(self, module_name: str = "Module", meta: MetadataWriter | None = None) -> None:
         super().__init__(module_name)
+        self.meta = meta
+        """Shared by the relax functions of a module: one numbering of elided constants."""
         self.lines: list[str] = []
         self.views: dict[int, list[Buffer]] = {}
         self.ret_dtype: Any = None
@@ -509,7 +512,7 @@ def _print_prim_func(p: Printer, f: Any, name: str) -> None:
 
 
 def _print_relax_function(p: Printer, f: Any, name: str) -> None:
-    rp = RelaxPrinter(p.module_name)
+    rp = RelaxPrinter(p.module_name, p.meta)
     rp.func(f, name, 1)
     p.lines.extend(rp.lines)
 
@@ -523,11 +526,32 @@ def _scope(buf: Buffer) -> str:
     return ty.storage_scope if isinstance(ty, PointerType) else ""
 
 
-def script(node: Any, marks: dict[int, str] | None = None, **kwargs: Any) -> str:
+def script(
+    node: Any,
+    marks: dict[int, str] | None = None,
+    show_meta: bool = False,
+    metadata: dict | None = None,
+    **kwargs: Any,
+) -> str:
     """``node`` as script text: a module, a function, statements, an expression, a buffer, or a
     graph-level function, expression or struct info. ``marks`` (id of a statement -> note) puts
-    ``# <-- note`` after the first line of each such statement."""
-    p = Printer()
+    ``# <-- note`` after the first line of each such statement.
+
+    Large constants print as ``metadata["relax.Constant"][i]`` references unless ``show_meta``;
+    a dict passed as ``metadata`` receives them (`kiln.script.metadata`).
+    """
+    meta = None if show_meta else MetadataWriter()
+    text = _script(node, marks, meta)
+    if meta is not None and meta.count:
+        if metadata is not None:
+            meta.fill(metadata)
+        if text.endswith("\n"):
+            text += meta.footer() + "\n"
+    return text
+
+
+def _script(node: Any, marks: dict[int, str] | None, meta: MetadataWriter | None) -> str:
+    p = Printer(meta=meta)
     p.marks = dict(marks or {})
     if isinstance(node, IRModule):
         p.module(node)
@@ -546,7 +570,7 @@ def script(node: Any, marks: dict[int, str] | None = None, **kwargs: Any) -> str
         # prints as I in error messages)
         p.used = ScriptNameSupply([*EXPR_RESERVED])
         return p.expr(node)
-    elif (text := print_relax(node)) is not None:
+    elif (text := print_relax(node, meta)) is not None:
         return text
     elif isinstance(node, GlobalVar):
         return f"I.GlobalVar({quote(node.name_hint)})"

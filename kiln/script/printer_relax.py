@@ -7,8 +7,9 @@ module functions (``cls.f``), then the bindings, each annotated with its variabl
 (``lv: R.Tensor((n, 4), dtype="float32") = R.add(x, y)``); a dataflow block ends with
 ``R.output(...)``, an `If` prints as an ``if``/``else`` whose branches end by assigning the
 bound name, a local function as a nested ``@R.function``. Operator calls print under their TVM
-names with the attributes that differ from the builder's defaults as keywords. The text parses
-back to a structurally equal function.
+names with the attributes that differ from the builder's defaults as keywords. A constant of
+more than a few elements prints as a reference into the metadata section unless the caller asks
+for it inline (`kiln.script.metadata`). The text parses back to a structurally equal function.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import inspect
 import math
 from typing import Any
-
-import numpy as np
 
 from kiln.ir.deep import stack_safe
 from kiln.ir.dtype import DataType
@@ -51,6 +50,8 @@ from kiln.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from kiln.script.metadata import NAME as METADATA_NAME
+from kiln.script.metadata import RELAX_CONSTANT, MetadataWriter, dtype_name
 from kiln.script.printer_expr import RESERVED, STRICT, ExprPrinter, ScriptNameSupply, quote
 from kiln.tir.expr import IntImm
 from kiln.tir.expr import Var as TirVar
@@ -68,14 +69,17 @@ _SPECIAL = {
 class RelaxPrinter(ExprPrinter):
     """Prints relax functions into ``lines`` (see the module docstring)."""
 
-    def __init__(self, module_name: str = "Module") -> None:
+    def __init__(self, module_name: str = "Module", meta: MetadataWriter | None = None) -> None:
         super().__init__(module_name)
         self.lines: list[str] = []
         self.uses_cls = False
+        self.meta = meta
+        """Collects the large constants printed as metadata references (None: all inline)."""
 
     def reset_names(self) -> None:
         super().reset_names()
-        self.used = ScriptNameSupply([*RESERVED, "R", "cls", "float", self.module_name])
+        reserved = [*RESERVED, "R", "cls", "float", METADATA_NAME, self.module_name]
+        self.used = ScriptNameSupply(reserved)
 
     def emit(self, ind: int, text: str) -> None:
         self.lines.append("    " * ind + text)
@@ -147,8 +151,12 @@ class RelaxPrinter(ExprPrinter):
         return method(e) if method is not None else f"<{type(e).__name__}>"
 
     def v_Constant(self, e: Constant) -> str:
-        dtype = "bool" if e.data.dtype == np.bool_ else str(e.data.dtype)
-        return f"R.const({_literal(e.data.tolist())}, {quote(dtype)})"
+        data = e.data
+        dtype = quote(dtype_name(data))
+        if self.meta is not None and self.meta.elides(data):
+            ref = self.meta.ref(RELAX_CONSTANT, e, data)
+            return f"R.const({ref}, {dtype}, shape={_literal(tuple(data.shape))})"
+        return f"R.const({_literal(data.tolist())}, {dtype})"
 
     def v_ShapeExpr(self, e: ShapeExpr) -> str:
         return f"R.shape([{', '.join(self.dim(d) for d in e.values)}])"
@@ -347,17 +355,22 @@ def _same_attr(default: Any, value: Any) -> bool:
 
 
 def _literal(v: Any) -> str:
-    """A Python literal for a (nested list of) number(s); non-finite floats spelled out."""
+    """A Python literal for a (nested list or tuple of) number(s); non-finite floats spelled
+    out."""
     if isinstance(v, list):
         return f"[{', '.join(_literal(x) for x in v)}]"
+    if isinstance(v, tuple):
+        items = [_literal(x) for x in v]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"  # () too
     if isinstance(v, float) and not math.isfinite(v):
         return f"float({quote(repr(v))})"
     return repr(v)
 
 
-def print_relax(node: Any) -> str | None:
-    """Script text of a relax node, or None when ``node`` is not one."""
-    p = RelaxPrinter()
+def print_relax(node: Any, meta: MetadataWriter | None = None) -> str | None:
+    """Script text of a relax node, or None when ``node`` is not one (large constants go to
+    ``meta`` when given)."""
+    p = RelaxPrinter(meta=meta)
     if isinstance(node, Function):
         sym = node.global_symbol
         p.func(node, sym if isinstance(sym, str) and sym.isidentifier() else "main")

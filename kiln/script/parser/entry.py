@@ -26,6 +26,8 @@ from kiln.errors import ScriptError
 from kiln.ir.function import BaseFunc
 from kiln.ir.module import IRModule
 from kiln.script._boundary import PSEUDO_FILE, entry_point
+from kiln.script.metadata import NAME as METADATA_NAME
+from kiln.script.metadata import MetadataTable
 from kiln.script.parser import core as _tir_dialect  # noqa: F401 - registers the T dialect
 from kiln.script.parser import relax_func as _relax_dialect  # noqa: F401 - registers R
 from kiln.script.parser.core import PrimFuncOptions
@@ -250,11 +252,15 @@ def from_source(
     source_name: str = "<script>",
     extra_vars: Mapping[str, Any] | None = None,
     check_well_formed: bool = True,
+    metadata: Mapping[str, Any] | str | None = None,
 ) -> IRModule | BaseFunc:
     """Parse script text holding one ``@I.ir_module`` class or one decorated function.
 
     ``T``, ``R`` and ``I`` are predefined; ``extra_vars`` adds names the script may use.
     Passing ``check_well_formed=False`` skips verification (it overrides the decorators').
+    ``metadata`` is the section the text's ``metadata["relax.Constant"][i]`` references read
+    (the dict the printer filled, or `load_metadata`), or ``"placeholder"`` to read a dump
+    without it: zero-filled constants of the printed shapes and dtypes (`kiln.script.metadata`).
     """
     from kiln.script import ir as ir_ns
     from kiln.script import relax as relax_ns
@@ -262,7 +268,8 @@ def from_source(
 
     src = source_from_text(text, source_name)
     module_env: dict[str, Any] = {}
-    predefined = {"T": tir_ns, "I": ir_ns, "R": relax_ns}
+    table = MetadataTable(metadata)
+    predefined = {"T": tir_ns, "I": ir_ns, "R": relax_ns, METADATA_NAME: table}
     env = [module_env, dict(extra_vars or {}), predefined]
     ev = ExprEvaluator(src, env)
     results: list[IRModule | BaseFunc] = []

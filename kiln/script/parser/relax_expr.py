@@ -24,6 +24,7 @@ from kiln.relax import op as relax_op
 from kiln.relax.expr import Call, Expr, Tuple, Var
 from kiln.relax.op.common import as_expr
 from kiln.relax.struct_info import FuncStructInfo, StructInfo
+from kiln.script.metadata import MetadataRef
 from kiln.script.parser.expr import ExprEvaluator
 from kiln.script.relax_ns.types import SinfoCtor, resolve_all, resolve_sinfo
 from kiln.script.tir_ns.types import VarSpec
@@ -152,6 +153,9 @@ class RelaxEvaluator(ExprEvaluator):
             return Call(func, tuple(self.arg(a) for a in args))
         if isinstance(func, (Expr, PrimExpr)):
             raise IRError(f"{ast.unparse(node.func)} is not a function")
+        if args and isinstance(args[0], MetadataRef) and isinstance(node.args[0], ast.Subscript):
+            # a metadata reference that disagrees with its R.const is reported at the reference
+            return self.at(node.args[0], super().call, func, args, kwargs, node)
         return super().call(func, args, kwargs, node)
 
     def call_global(self, gv: GlobalVar, args: list, kwargs: dict) -> Call:

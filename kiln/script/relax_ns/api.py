@@ -12,7 +12,7 @@ import builtins
 from dataclasses import dataclass
 from typing import Any
 
-from kiln.errors import IRError
+from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.relax.expr import (
     Constant,
@@ -25,6 +25,7 @@ from kiln.relax.expr import (
     Tuple,
 )
 from kiln.relax.expr import const as _const
+from kiln.script.metadata import MetadataRef
 from kiln.script.tir_ns.frames import FuncAttrs
 
 
@@ -70,11 +71,26 @@ def match_cast(value: Any, struct_info: Any) -> MatchCastSpec:
     return MatchCastSpec(value, struct_info)
 
 
-def const(value: Any, dtype: Any = None) -> Constant:
-    """A constant tensor (ints default to int64, floats to float32)."""
+def const(value: Any, dtype: Any = None, shape: Any = None) -> Constant:
+    """A constant tensor (ints default to int64, floats to float32).
+
+    ``shape=`` states the data's shape and is checked. A metadata reference
+    (``R.const(metadata["relax.Constant"][3], "float32", shape=(64, 3))``, see
+    `kiln.script.metadata`) takes its array from the metadata section, checked against ``dtype``
+    and ``shape``.
+    """
     if dtype is not None and not isinstance(dtype, (builtins.str, DataType)):
         dtype = builtins.str(dtype)
-    return _const(value, dtype)
+    if isinstance(value, MetadataRef):
+        return value.constant(dtype, shape)
+    out = _const(value, dtype)
+    if shape is not None:
+        want = builtins.tuple(shape) if isinstance(shape, (list, builtins.tuple)) else (shape,)
+        if want != out.data.shape:
+            raise IRValueError(
+                f"R.const: the data has shape {out.data.shape} but shape={shape!r} was given"
+            )
+    return out
 
 
 def shape(values: Any) -> ShapeExpr:
