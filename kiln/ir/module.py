@@ -12,7 +12,7 @@ from typing import Any
 
 from kiln.errors import IRError, IRValueError
 from kiln.ir.function import BaseFunc, GlobalVar
-from kiln.ir.node import EMPTY_ATTRS, Attrs, as_attrs
+from kiln.ir.node import EMPTY_ATTRS, Attrs, Node, as_attrs
 
 
 class IRModule:
@@ -119,8 +119,6 @@ class IRModule:
         return self.attrs.get(key, default)
 
     def script(self, **kwargs: Any) -> str:
-        from kiln.ir.node import Node
-
         return Node.script(self, **kwargs)  # type: ignore[arg-type]
 
     def __str__(self) -> str:

@@ -18,6 +18,8 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, ClassVar
 
+from kiln.errors import IRError
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _PRINTER: list[Callable[[Any], str]] = []
 
@@ -143,8 +145,6 @@ class Attrs(FrozenMap):
         super().__init__(items, **kwargs)
         for key in self._items:
             if not isinstance(key, str):
-                from kiln.errors import IRError
-
                 raise IRError(f"attribute keys must be strings, got {key!r}")
 
 

@@ -260,29 +260,29 @@ def cpu_info(march: str) -> CpuInfo:
     name); raises `ToolchainError` when the compiler rejects ``march``. NOTE: without a C
     compiler, ``native`` falls back to the flags in ``/proc/cpuinfo`` (nothing can be built
     then, but schedules can still be made and printed)."""
-    # NOTE: a function-level import: the toolchain lives in kiln.runtime (a lower layer), and
-    # importing it loads tvm_ffi, which a plain `from kiln.ir import Target` should not.
-    from kiln.runtime.toolchain import find_compiler
+    # NOTE: must stay a function-level import: the toolchain lives in kiln.runtime (a lower
+    # layer), and importing it loads tvm_ffi, which a plain `from kiln.ir import Target` should not.
+    from kiln.runtime import toolchain
 
     try:
-        cc = tuple(find_compiler())
+        cc = tuple(toolchain.find_compiler())
     except ToolchainError:
         if march != "native":
             raise
         return CpuInfo(march, march, _proc_cpu_flags())
-    return _probe(cc, march)
+    # both are memoized per (compiler, name) by the toolchain
+    macros = toolchain.march_macros(cc, march)
+    return _cpu_info_of(march, toolchain.resolve_march(cc, march), macros)
 
 
 @functools.lru_cache(maxsize=None)
-def _probe(cc: tuple[str, ...], march: str) -> CpuInfo:
-    from kiln.runtime.toolchain import march_macros, resolve_march
-
+def _cpu_info_of(march: str, resolved: str, macros: frozenset[str]) -> CpuInfo:
     features = set()
-    for macro in march_macros(cc, march):
+    for macro in macros:
         found = _FEATURE_MACRO.fullmatch(macro)
         if found:
             features.add(next(g for g in found.groups() if g).lower().replace("_", "."))
-    return CpuInfo(march, resolve_march(cc, march), frozenset(features))
+    return CpuInfo(march, resolved, frozenset(features))
 
 
 @functools.lru_cache(maxsize=None)
