@@ -211,9 +211,12 @@ class TirDialect(Dialect):
         gv_dtypes: dict[GlobalVar, Any] = {}
         if ctx is not None:
             for name, gv in ctx.gvars.items():
-                if ctx.dialect_of[name] is self:
+                dialect = ctx.dialect_of.get(name)  # None: a partial module's outside function
+                if dialect is self:
                     ret = ctx.declared[name]
                     gv_dtypes[gv] = ret.dtype if isinstance(ret, PrimType) else INT32_TYPE.dtype
+                elif dialect is None:
+                    gv_dtypes[gv] = INT32_TYPE.dtype
         return FuncParser(src, env, gv_dtypes).parse(fdef, options)
 
     def errors(self, obj: BaseFunc | IRModule) -> list[str]:

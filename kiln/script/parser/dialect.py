@@ -27,6 +27,10 @@ class ModuleOptions:
     """Options of ``@I.ir_module(...)``."""
 
     check_well_formed: bool = True
+    partial: bool = False
+    """``from_source(..., partial=True)``: ``Module.f`` of a function the text does not define
+    is a fresh `GlobalVar` ``f`` (a printed dump leaves out functions that did not change); the
+    module is then not checked, as its calls may name functions it does not hold."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,21 @@ def check_well_formed(src: Source, node: ast.AST, obj: BaseFunc | IRModule) -> N
         raise src.error(node, f"the parsed IR is not well formed: {errors[0]}{more}")
 
 
+OUTSIDE = "outside"
+"""`ModuleContext.shared` key: the functions a partial module calls but does not define."""
+
+
+def _outside_names(cdef: ast.ClassDef, defined: Mapping[str, Any]) -> list[str]:
+    """The ``cls.f`` / ``Module.f`` names in ``cdef`` that no function of it defines."""
+    owners = {cdef.name, "cls"}
+    found = {
+        n.attr
+        for n in ast.walk(cdef)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in owners
+    }
+    return sorted(found - set(defined))
+
+
 def parse_class(
     src: Source, cdef: ast.ClassDef, env: list[Mapping[str, Any]], options: ModuleOptions
 ) -> IRModule:
@@ -161,10 +180,12 @@ def parse_class(
         ctx.dialect_of[fdef.name] = dialect
     for fdef, dialect, opts in funcs:
         ctx.declared[fdef.name] = dialect.declare(ctx, fdef, opts, ev)
-    names = dict(ctx.gvars)
-    fenv = [{cdef.name: ModuleRef(cdef.name, ctx.gvars)}, class_env, *env, names]
+    if options.partial:
+        ctx.shared[OUTSIDE] = _outside_names(cdef, ctx.gvars)
+        ctx.gvars.update((n, GlobalVar(n)) for n in ctx.shared[OUTSIDE])
+    fenv = [{cdef.name: ModuleRef(cdef.name, ctx.gvars)}, class_env, *env, dict(ctx.gvars)]
     out = {ctx.gvars[f.name]: d.parse(src, f, fenv, o, ctx) for f, d, o in funcs}
     mod = ev.at(cdef, IRModule, out, attrs)
-    if options.check_well_formed:
+    if options.check_well_formed and not options.partial:
         check_well_formed(src, cdef, mod)
     return mod

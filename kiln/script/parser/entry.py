@@ -253,6 +253,7 @@ def from_source(
     extra_vars: Mapping[str, Any] | None = None,
     check_well_formed: bool = True,
     metadata: Mapping[str, Any] | str | None = None,
+    partial: bool = False,
 ) -> IRModule | BaseFunc:
     """Parse script text holding one ``@I.ir_module`` class or one decorated function.
 
@@ -261,6 +262,8 @@ def from_source(
     ``metadata`` is the section the text's ``metadata["relax.Constant"][i]`` references read
     (the dict the printer filled, or `load_metadata`), or ``"placeholder"`` to read a dump
     without it: zero-filled constants of the printed shapes and dtypes (`kiln.script.metadata`).
+    ``partial=True`` reads a module that calls functions it does not define (what
+    ``KILN_DEBUG=2`` prints after a pass: the functions it changed), unchecked.
     """
     from kiln.script import ir as ir_ns
     from kiln.script import relax as relax_ns
@@ -274,7 +277,7 @@ def from_source(
     ev = ExprEvaluator(src, env)
     results: list[IRModule | BaseFunc] = []
     for stmt in src.tree.body:
-        results.extend(_top_level(src, ev, stmt, env, module_env, check_well_formed))
+        results.extend(_top_level(src, ev, stmt, env, module_env, check_well_formed, partial))
     if len(results) != 1:
         raise ScriptError(None, f"from_source expects one module or function, found {len(results)}")
     return results[0]
@@ -304,6 +307,7 @@ def _top_level(
     env: list[Mapping[str, Any]],
     module_env: dict[str, Any],
     check: bool,
+    partial: bool = False,
 ) -> list[IRModule | BaseFunc]:
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return []  # the printed header; T, R and I are predefined
@@ -321,6 +325,6 @@ def _top_level(
         deco = ev.eval(stmt.decorator_list[0])
         options = getattr(deco, "kiln_ir_module_options", None)
         if isinstance(options, ModuleOptions):
-            options = ModuleOptions(options.check_well_formed and check)
+            options = ModuleOptions(options.check_well_formed and check, partial)
             return [parse_class(src, stmt, env, options)]
     raise src.error(stmt, f"expected an @I.ir_module class or a {dialect_names()} function")

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln.errors import ScriptError
-from kiln.ir.function import BaseFunc
+from kiln.ir.function import BaseFunc, GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Attrs
 from kiln.relax.analysis.struct_info import Fit, check_fits, substitute_sinfo, tir_vars
 from kiln.relax.analysis.well_formed import well_formed_errors
 from kiln.relax.binding import MatchCast, VarBinding
 from kiln.relax.block_builder import BlockBuilder
-from kiln.relax.expr import DataflowVar, Expr, Function, If, SeqExpr, Var
+from kiln.relax.expr import Call, DataflowVar, Expr, Function, If, SeqExpr, Var
 from kiln.relax.op.common import describe
 from kiln.relax.struct_info import (
     UNIT,
@@ -43,7 +43,7 @@ from kiln.relax.struct_info import (
     PrimStructInfo,
     StructInfo,
 )
-from kiln.script.parser.dialect import Dialect, ModuleContext, register_dialect
+from kiln.script.parser.dialect import OUTSIDE, Dialect, ModuleContext, register_dialect
 from kiln.script.parser.expr import (
     USER_ERRORS,
     ExprEvaluator,
@@ -76,9 +76,13 @@ class RelaxFuncParser(RelaxEvaluator):
         env: list[Mapping[str, Any]],
         bb: BlockBuilder,
         outer: RelaxFuncParser | None = None,
+        outside: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(src, env, outer=outer)
         self.bb = bb
+        self.outside = outer.outside if outer is not None else outside
+        """A partial module's functions that the text calls but does not define: a binding's
+        annotation is the result of a call of one (nothing else says what it returns)."""
         self.attrs: dict[str, Any] = {}
         self.outputs: set[str] | None = None
         self.depth = 0
@@ -288,6 +292,8 @@ class RelaxFuncParser(RelaxEvaluator):
         fresh = [v for v in tir_vars(ann) if not self.bb.is_defined_symbolic(v)]
         binds: dict[Any, Any] = {v: None for v in fresh}
         fit = check_fits(ann, value.struct_info, binds)
+        if fit is Fit.UNKNOWN and _callee_name(value) in self.outside:
+            return ann
         if fit is not Fit.PASS:
             why = "does not fit" if fit is Fit.FAIL else "cannot be proven to fit"
             hint = "" if fit is Fit.FAIL else "; use R.match_cast to check it at run time"
@@ -497,10 +503,20 @@ class RelaxDialect(Dialect):
             for name, d in ctx.dialect_of.items():
                 if d is not self:
                     bb.declare_global(name, _callee_sinfo(ctx.declared[name]))
-        return RelaxFuncParser(src, env, bb).parse(fdef, options, fdef.name)
+            for name in ctx.shared.get(OUTSIDE, ()):
+                bb.declare_global(name, FuncStructInfo.opaque_func(ObjectStructInfo()))
+        outside = frozenset(ctx.shared.get(OUTSIDE, ())) if ctx is not None else frozenset()
+        return RelaxFuncParser(src, env, bb, outside=outside).parse(fdef, options, fdef.name)
 
     def errors(self, obj: BaseFunc | IRModule) -> list[str]:
         return well_formed_errors(obj)
+
+
+def _callee_name(value: Expr) -> str | None:
+    """The module function ``value`` calls, if it is such a call."""
+    if isinstance(value, Call) and isinstance(value.op, GlobalVar):
+        return value.op.name_hint
+    return None
 
 
 def _callee_sinfo(declared: Any) -> StructInfo:
