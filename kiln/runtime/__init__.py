@@ -44,13 +44,13 @@ from kiln.errors import KernelIndexError  # noqa: E402
 tvm_ffi.register_error("KernelIndexError", KernelIndexError)  # raised by generated C by name
 from kiln.runtime.cuda_runtime import is_available as cuda_available  # noqa: E402
 from kiln.runtime.cuda_runtime import unavailable_reason as cuda_unavailable_reason  # noqa: E402
-from kiln.runtime.function import ArgInfo, LibraryFunction  # noqa: E402
+from kiln.runtime.function import LibraryFunction  # noqa: E402
+from kiln.runtime.metadata import ArgInfo, metadata_c_source  # noqa: E402
 from kiln.runtime.module import (  # noqa: E402
     FunctionNotFoundError,
     Module,
     build_module,
     load_module,
-    metadata_c_source,
 )
 from kiln.runtime.ndarray import NDArray  # noqa: E402
 from kiln.runtime.tensor import Device, Tensor, cpu, cuda, empty, tensor, to_numpy  # noqa: E402

@@ -16,6 +16,7 @@ None of this is on the kernel launch path; it serves tests and users without PyT
 from __future__ import annotations
 
 from kiln.runtime.cuda_driver import DRIVER_C
+from kiln.runtime.metadata import metadata_c_source
 
 _MEMORY_C = r"""
 #define KILN_MAX_NDIM 16
@@ -184,6 +185,4 @@ MEMORY_FUNCTIONS = (
 
 def memory_library_source() -> str:
     """The C source of the CUDA memory library (see module docstring)."""
-    from kiln.runtime.module import metadata_c_source
-
     return _INCLUDES + DRIVER_C + _MEMORY_C + metadata_c_source(MEMORY_FUNCTIONS)

@@ -19,26 +19,15 @@ function's arguments as its library lists them (`ArgInfo`, written by the code g
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import tvm_ffi
 
+from kiln.runtime.metadata import ArgInfo
 from kiln.runtime.tensor import STORAGE_DTYPES, array_tensor, name_unconvertible
 
 _CONVERSION_ERRORS = (BufferError, TypeError, ValueError, OverflowError)
-
-
-@dataclass(frozen=True)
-class ArgInfo:
-    """One parameter of an exposed function as its library lists it: a tensor of ``dtype`` or a
-    scalar of type ``dtype``; ``written`` when the function may write through it."""
-
-    name: str
-    dtype: str
-    tensor: bool
-    written: bool
 
 
 class LibraryFunction:

@@ -11,11 +11,11 @@ Library convention (what the C code generator must emit):
   returning 0 on success, or -1 after `TVMFFIErrorSetRaisedFromCStr("ValueError", "msg")` (the
   kind names a Python exception class: ValueError, TypeError, RuntimeError, ...). `name` must
   be a C identifier. Private functions are `static` and not listed.
-- The library lists its exposed names: the codegen appends `metadata_c_source(names)` to every
-  generated source. That snippet defines one more safe-call function, the symbol
-  `__tvm_ffi___kiln_func_names` (tvm-ffi name `__kiln_func_names`), which takes no arguments and
-  returns the names joined by newlines as a tvm-ffi String. `load_module` calls it, so a loaded
-  library knows its functions with nothing but tvm-ffi.
+- The library lists its exposed names: the codegen appends `metadata_c_source(names)`
+  (`kiln.runtime.metadata`) to every generated source. That snippet defines one more safe-call
+  function, the symbol `__tvm_ffi___kiln_func_names` (tvm-ffi name `__kiln_func_names`), which
+  takes no arguments and returns the names joined by newlines as a tvm-ffi String.
+  `load_module` calls it, so a loaded library knows its functions with nothing but tvm-ffi.
 
 - Given the functions' arguments (`ArgInfo`: name, dtype, tensor or scalar, written or not),
   the snippet also defines `__tvm_ffi___kiln_func_args` (tvm-ffi name `__kiln_func_args`),
@@ -34,89 +34,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import tvm_ffi
 
 from kiln.errors import FunctionNotFoundError, KilnError
-from kiln.runtime.function import ArgInfo, LibraryFunction
+from kiln.runtime.function import LibraryFunction
+from kiln.runtime.metadata import FUNC_ARGS_FUNC, FUNC_NAMES_FUNC, SYMBOL_PREFIX, ArgInfo
 from kiln.runtime.toolchain import compile_c, discard_entry
-
-FUNC_NAMES_FUNC = "__kiln_func_names"
-"""The tvm-ffi name of the metadata function; its C symbol is `__tvm_ffi___kiln_func_names`."""
-FUNC_ARGS_FUNC = "__kiln_func_args"
-"""The tvm-ffi name of the function returning every exposed function's arguments as JSON."""
-_RESERVED = (FUNC_NAMES_FUNC, FUNC_ARGS_FUNC)
-
-SYMBOL_PREFIX = "__tvm_ffi_"
-"""Prefix tvm-ffi puts before a function name to find its C symbol."""
-
-_C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def metadata_c_source(
-    func_names: Sequence[str], args: Mapping[str, Sequence[ArgInfo]] | None = None
-) -> str:
-    """C that exports `__tvm_ffi___kiln_func_names`, returning `func_names` (in order), and,
-    given ``args``, `__tvm_ffi___kiln_func_args` (see module docstring)."""
-    names = list(func_names)
-    for name in names:
-        if not isinstance(name, str) or not _C_IDENT.match(name):
-            raise ValueError(f"exposed function name {name!r} is not a C identifier")
-        if name in _RESERVED:
-            raise ValueError(f"{name!r} is reserved for kiln's metadata functions")
-    dups = sorted({n for n in names if names.count(n) > 1})
-    if dups:
-        raise ValueError(f"exposed function names listed twice: {dups}")
-    literal = '"' + "\\n".join(names) + '"'
-    sym = SYMBOL_PREFIX + FUNC_NAMES_FUNC
-    return f"""
-/* kiln metadata: the exposed functions of this library (see kiln/runtime/module.py). */
-#include <tvm/ffi/c_api.h>
-#ifdef __cplusplus
-extern "C"
-#endif
-TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args,
-                                                int32_t num_args, TVMFFIAny* result) {{
-  static const char names[] = {literal};
-  TVMFFIByteArray bytes;
-  (void)self;
-  (void)args;
-  if (num_args != 0) {{
-    TVMFFIErrorSetRaisedFromCStr("TypeError", "{FUNC_NAMES_FUNC} takes no arguments");
-    return -1;
-  }}
-  bytes.data = names;
-  bytes.size = sizeof(names) - 1;
-  return TVMFFIStringFromByteArray(&bytes, result);
-}}
-""" + (_args_c_source(args) if args is not None else "")
-
-
-def _args_c_source(args: Mapping[str, Sequence[ArgInfo]]) -> str:
-    table = {
-        f: [[a.name, a.dtype, int(a.tensor), int(a.written)] for a in v] for f, v in args.items()
-    }
-    text = json.dumps(table, separators=(",", ":"))  # ASCII only
-    literal = '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?") + '"'
-    sym = SYMBOL_PREFIX + FUNC_ARGS_FUNC
-    return f"""
-TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args,
-                                               int32_t num_args, TVMFFIAny* result) {{
-  static const char text[] = {literal};
-  TVMFFIByteArray bytes;
-  (void)self;
-  (void)args;
-  (void)num_args;
-  bytes.data = text;
-  bytes.size = sizeof(text) - 1;
-  return TVMFFIStringFromByteArray(&bytes, result);
-}}
-"""
 
 
 def _read_func_args(ffi_mod: tvm_ffi.Module) -> dict[str, tuple[ArgInfo, ...]]:

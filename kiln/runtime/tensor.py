@@ -31,6 +31,7 @@ import numpy as np
 import tvm_ffi
 
 from kiln.errors import KilnError
+from kiln.runtime import cuda_runtime as _cuda
 
 Device = tvm_ffi.Device
 """A device: `.type` ("cpu", "cuda", ...), `.index`, `.dlpack_device_type()`."""
@@ -217,13 +218,9 @@ def tensor(data: Any, device: Device | None = None) -> Tensor:
             return t
     _check_cpu(device, "copying data")
     if device.dlpack_device_type() == _CUDA:
-        from kiln.runtime import cuda_runtime as _cuda
-
         host = to_numpy(data) if where is not None else np.asarray(data)
         return _cuda.to_device(host, device.index)
     if where is not None and where[0] == _CUDA:
-        from kiln.runtime import cuda_runtime as _cuda
-
         return _from_numpy(_cuda.to_numpy(data))
     if where is not None and where[0] != _CPU:
         raise KilnError(f"copying a tensor from device {where} to the CPU is not supported yet")
@@ -241,8 +238,6 @@ def empty(
     device = cpu() if device is None else device
     _check_cpu(device, "allocating memory")
     if device.dlpack_device_type() == _CUDA:
-        from kiln.runtime import cuda_runtime as _cuda
-
         return _cuda.empty(shape, dtype, device.index)
     np_dtype = np.dtype(dtype)
     return _from_numpy(_aligned_empty(tuple(int(s) for s in shape), np_dtype))
@@ -253,8 +248,6 @@ def to_numpy(t: Any) -> np.ndarray:
     copy of a CUDA tensor."""
     where = _dlpack_device(t)
     if where is not None and where[0] == _CUDA:
-        from kiln.runtime import cuda_runtime as _cuda
-
         return _cuda.to_numpy(t)
     if where is not None and where[0] != _CPU:
         raise KilnError(f"to_numpy: tensor lives on device {where}; copy it to the CPU first")

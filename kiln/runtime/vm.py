@@ -33,6 +33,7 @@ from kiln.runtime.tensor import (
     name_unconvertible,
     tensor,
 )
+from kiln.runtime.vm_export import load_executable
 from kiln.runtime.vm_format import (
     VMTIR_ENTRY_PREFIX,
     VMTIR_PREFIX,
@@ -173,8 +174,6 @@ class VirtualMachine:
 
     def __init__(self, exe: Executable | Module, device: Device | None = None) -> None:
         if isinstance(exe, Module):
-            from kiln.runtime.vm_export import load_executable
-
             exe = load_executable(exe)
         if not isinstance(exe, Executable):
             raise KilnError(

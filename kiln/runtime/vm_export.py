@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from kiln.errors import KilnError
-from kiln.runtime.module import Module, metadata_c_source
+from kiln.runtime.metadata import metadata_c_source
+from kiln.runtime.module import Module
 from kiln.runtime.parallel_build import OBJECT_NAME, compile_object, compile_units
 from kiln.runtime.toolchain import DEFAULT_FLAGS
 from kiln.runtime.vm_format import Executable, deserialize, write_executable

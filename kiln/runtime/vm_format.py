@@ -343,6 +343,8 @@ class Executable:
         flags: tuple[str, ...] | None = None,
     ) -> Path:
         """Write this executable and its library as one shared library (`vm_export`)."""
+        # NOTE: must stay a function-level import: vm_export builds on this module (it writes
+        # and reads executables with `write_executable` / `deserialize`); this is its front door.
         from kiln.runtime.vm_export import export_library
 
         return export_library(self, path, source=source, flags=flags)
