@@ -7,17 +7,20 @@ the vectorizable float32 arithmetic of `kiln.tir.math_approx` (`LowerIntrin` cho
 flags; it is `kiln.tir.math_approx.exp_nonpositive` (measured max error about 2 ulp).
 `gelu_erf` is float32 GELU, erf form, as one fused rational (`kiln.tir.math_approx.gelu`; absolute
 error below 1e-6), in every loop, vectorized or not.
+`log1p_unit` and `expm1` are ``log(1 + u)`` and ``e**x - 1`` accurate where the direct forms
+cancel, written with `exp` and `log` only (libm's ``log1pf`` / ``expm1f`` would keep a loop from
+vectorizing; ``exp`` and ``log`` have vectorizable forms).
 """
 
 from __future__ import annotations
 
 from kiln.tir import op as tir_op
-from kiln.tir.expr import PrimExpr
+from kiln.tir.expr import EQ, LT, PrimExpr, Select, const
 from kiln.tir.math_approx import EXP_NONPOSITIVE_LO as EXP_LO
 from kiln.tir.math_approx import exp_nonpositive
 from kiln.tir.math_approx import gelu as gelu_erf
 
-__all__ = ["EXP_LO", "erf", "exp", "exp_nonpositive", "gelu_erf", "tanh"]
+__all__ = ["EXP_LO", "erf", "exp", "exp_nonpositive", "expm1", "gelu_erf", "log1p_unit", "tanh"]
 
 
 def exp(x: PrimExpr) -> PrimExpr:
@@ -33,3 +36,28 @@ def erf(x: PrimExpr) -> PrimExpr:
 def tanh(x: PrimExpr) -> PrimExpr:
     """The hyperbolic tangent."""
     return tir_op.math("tanh", x)
+
+
+def log(x: PrimExpr) -> PrimExpr:
+    """The natural logarithm."""
+    return tir_op.math("log", x)
+
+
+def log1p_unit(u: PrimExpr) -> PrimExpr:
+    """``log(1 + u)`` for ``u`` in ``[0, 1]``: ``w = 1 + u`` is rounded by exactly
+    ``c = (w - 1) - u`` (``1 >= u``), and ``log(1 + u) = log(w - c) ~= log(w) - c / w``; where
+    ``w`` rounds to 1 this is ``u``. NaN gives NaN."""
+    one = const(1.0, u.dtype)
+    w = one + u
+    return log(w) - ((w - one) - u) / w
+
+
+def expm1(x: PrimExpr) -> PrimExpr:
+    """``e**x - 1``: for ``|x| < 1/2``, ``(u - 1) * x / log(u)`` with ``u = exp(x)`` (the
+    rounding of ``u`` cancels between numerator and denominator; ``x`` itself where ``u``
+    rounds to 1), else ``u - 1``, which does not cancel there. NaN gives NaN, ``-inf`` gives -1."""
+    one, half = const(1.0, x.dtype), const(0.5, x.dtype)
+    u = exp(x)
+    near = Select(EQ(u, one), x, (u - one) * x / log(u))
+    small = LT(tir_op.math("fabs", x), half)
+    return Select(small, near, u - one)

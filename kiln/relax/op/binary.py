@@ -3,6 +3,9 @@
 Operands broadcast with numpy's rules (symbolic dims must be provably equal or 1; otherwise the
 result has a known rank only). Arithmetic keeps the (common) dtype; comparisons give ``bool``;
 ``logical_and`` / ``logical_or`` take and give ``bool``. Pattern: ``BROADCAST``.
+
+``relax.nn.prelu`` lives here too: its slope broadcasts like a binary operand, and
+`AlterOpLayout` keeps channel-blocked layouts through this family's operators.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kiln.relax.op.common import (
     check_arity,
     describe,
     fail,
+    is_one,
     out_tensor,
     require_bool,
     same_dtype,
@@ -113,6 +117,35 @@ def _infer_where(call: Call, ctx: Any) -> StructInfo:
 def where(condition: Expr, x1: Expr, x2: Expr) -> Call:
     """``x1`` where ``condition`` holds, else ``x2`` (broadcasting all three)."""
     return Call(Op.get("relax.where"), (as_expr(condition), as_expr(x1), as_expr(x2)))
+
+
+def _infer_prelu(call: Call, ctx: Any) -> StructInfo:
+    check_arity(call, 2)
+    x, slope = tensor_sinfo(call, 0, "the data"), tensor_sinfo(call, 1, "the slope")
+    if x.dtype.is_bool:
+        raise fail(call, f"needs a numeric tensor, got {describe(call.args[0])}")
+    same_dtype(call, [x, slope])
+    dims = broadcast_dims(call, [x, slope])
+    stretched = slope.ndim > x.ndim >= 0
+    if dims is not None and x.dims is not None and len(dims) == len(x.dims):
+        stretched = any(a is not b and not (is_one(a) and is_one(b)) for a, b in zip(dims, x.dims))
+    if stretched:
+        raise fail(call, f"the slope {describe(call.args[1])} must broadcast to the data's "
+                   f"shape, without stretching {describe(call.args[0])}")  # fmt: skip
+    return x
+
+
+@register_op(
+    "relax.nn.prelu",
+    infer=_infer_prelu,
+    legalize=lambda call, args: topi.nn.prelu(args[0], args[1]),
+    pattern=Pattern.BROADCAST,
+)
+def prelu(data: Expr, slope: Expr) -> Call:
+    """``data``, times ``slope`` where it is negative; ``slope`` broadcasts to ``data`` with
+    numpy's rules (per channel of NCHW: ``[C, 1, 1]``). NOTE: TVM's takes a 1-D ``alpha`` and
+    an ``axis``; reshape such a slope to ``[C, 1, ..., 1]``."""
+    return Call(Op.get("relax.nn.prelu"), (as_expr(data), as_expr(slope)))
 
 
 # -- bitwise ------------------------------------------------------------------------------------

@@ -1,6 +1,21 @@
-"""Neural-network operators: attention, matrix products, convolution, softmax, normalization
-and pooling."""
+"""Neural-network operators: activations, attention, matrix products, convolution, softmax,
+normalization and pooling."""
 
+from kiln.topi.nn.activation import (
+    celu,
+    elu,
+    hardsigmoid,
+    hardswish,
+    leaky_relu,
+    mish,
+    prelu,
+    selu,
+    shrink,
+    softplus,
+    softsign,
+    swish,
+    thresholded_relu,
+)
 from kiln.topi.nn.attention import attention
 from kiln.topi.nn.conv2d import conv2d_nchw
 from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc
@@ -15,14 +30,27 @@ __all__ = [
     "avg_pool2d",
     "batch_matmul",
     "batch_norm",
+    "celu",
     "conv2d_nchw",
     "conv2d_nchwc",
     "dense",
+    "elu",
     "global_avg_pool2d",
+    "hardsigmoid",
+    "hardswish",
     "layer_norm",
+    "leaky_relu",
     "log_softmax",
     "matmul",
     "matmul_packed",
     "max_pool2d",
+    "mish",
+    "prelu",
+    "selu",
+    "shrink",
     "softmax",
+    "softplus",
+    "softsign",
+    "swish",
+    "thresholded_relu",
 ]

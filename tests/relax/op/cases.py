@@ -11,6 +11,7 @@ import numpy as np
 from kiln import relax
 from kiln.relax import op as R
 from kiln.topi.layout import transform_array
+from tests.relax.op.cases_activation import ACTIVATION
 from tests.relax.op.harness import Case
 
 RNG = np.random.default_rng(7)
@@ -627,6 +628,7 @@ LAYOUT = [
 FAMILIES = {
     "layout": LAYOUT,
     "unary": UNARY,
+    "activation": ACTIVATION,
     "binary": BINARY,
     "reduce": REDUCE,
     "nn": NN,

@@ -123,13 +123,10 @@ for _name, _fn in UNARY.items():
     ATEN[f"aten.{_name}.default"] = (lambda fn: lambda ctx, x: ctx.emit(fn(x)))(_fn)
 
 
-@aten("gelu.default")
-def _gelu(ctx: TorchCtx, x: Expr, approximate: str = "none") -> Expr:
-    return ctx.emit(R.nn.gelu_tanh(x) if approximate == "tanh" else R.nn.gelu(x))
-
-
-@aten("hardtanh.default", "clamp.default")
+@aten("clamp.default")
 def _clamp(ctx: TorchCtx, x: Expr, lo: Any = None, hi: Any = None) -> Expr:
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo <= hi:
+        return ctx.emit(R.clip(ctx.tensor(x), lo, hi))
     out = x
     if lo is not None:
         out = ctx.emit(R.maximum(out, ctx.tensor(lo)))
@@ -204,19 +201,6 @@ def _masked_fill(ctx: TorchCtx, x: Expr, mask: Expr, value: Any) -> Expr:
 @aten("reciprocal.default")
 def _reciprocal(ctx: TorchCtx, x: Expr) -> Expr:
     return ctx.emit(R.divide(ctx.tensor(1), ctx.tensor(x)))
-
-
-@aten("leaky_relu.default")
-def _leaky(ctx: TorchCtx, x: Expr, slope: float = 0.01) -> Expr:
-    neg = R.multiply(x, ctx.tensor(slope))
-    return ctx.emit(R.where(R.less(x, ctx.tensor(0)), neg, x))
-
-
-@aten("hardsigmoid.default", "hardswish.default")
-def _hard(ctx: TorchCtx, x: Expr) -> Expr:
-    hs = R.clip(R.add(R.divide(x, ctx.tensor(6)), ctx.tensor(0.5)), 0.0, 1.0)
-    swish = "hardswish" in str(ctx.node.target)
-    return ctx.emit(R.multiply(x, ctx.emit(hs)) if swish else hs)
 
 
 @aten("_to_copy.default", "clone.default", "alias.default", "detach.default",

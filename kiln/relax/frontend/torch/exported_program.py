@@ -3,13 +3,15 @@
     ep = torch.export.export(model, (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
     mod = from_exported_program(ep)
 
-The program is first decomposed to core ATen (``ep.run_decompositions()``); each ATen call
-becomes relax operator calls (the tables in `kiln.relax.frontend.torch.aten`). Parameters,
-buffers and constants become relax constants; ``main`` takes the user inputs in order, named
-as in the program. A dim marked dynamic (``torch.export.Dim``) becomes a symbolic ``tir.Var``
-named after its torch symbol; ``sym_size`` and the arithmetic torch records on sizes are
-`tir` expressions. Every call carries a `NodeSpan` naming the FX node; ops kiln lacks are
-collected over the whole graph and reported together in one `FrontendError`.
+The program is first decomposed to core ATen (``ep.run_decompositions``), keeping whole the
+activations kiln has one operator for (`kiln.relax.frontend.torch.activations.KEPT`); each ATen
+call becomes relax operator calls (the tables in `kiln.relax.frontend.torch.aten` and
+`kiln.relax.frontend.torch.activations`). Parameters, buffers and constants become relax
+constants; ``main`` takes the user inputs in order, named as in the program. A dim marked
+dynamic (``torch.export.Dim``) becomes a symbolic ``tir.Var`` named after its torch symbol;
+``sym_size`` and the arithmetic torch records on sizes are `tir` expressions. Every call
+carries a `NodeSpan` naming the FX node; ops kiln lacks are collected over the whole graph and
+reported together in one `FrontendError`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kiln.ir.module import IRModule
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Tuple, Var, const
 from kiln.relax.frontend.common import ident, node_span
+from kiln.relax.frontend.torch.activations import decompositions
 from kiln.relax.frontend.torch.aten import ATEN, TorchCtx, dtype_name
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import Var as TirVar
@@ -93,7 +96,7 @@ def from_exported_program(ep: Any, *, name: str = "<exported program>") -> IRMod
     if not hasattr(ep, "graph_signature"):
         raise FrontendError(f"expected a torch.export.ExportedProgram, got {type(ep).__name__}")
     try:
-        ep = ep.run_decompositions()
+        ep = ep.run_decompositions(decompositions())
     except Exception as e:
         raise FrontendError(f"torch could not decompose the program to core ATen: {e}") from None
     graph = ep.graph

@@ -1,6 +1,11 @@
 """Neural-network activations, softmax, dropout and padding (``relax.nn.*``).
 
-``relu`` (numeric), ``gelu`` / ``gelu_tanh`` / ``silu`` (float) are element-wise; ``softmax`` /
+``relu`` (numeric), ``gelu`` / ``gelu_tanh`` / ``silu`` (float) are element-wise, and so is every
+activation ONNX or PyTorch names as one operator (``softplus``, ``mish``, ``hardswish``,
+``leakyrelu``, ``elu``...: float only, their constants as attributes, computed by
+`kiln.topi.nn.activation`), so a model's ``Mish`` is one ``relax.nn.mish`` call in profiles and
+fusion, not an ``exp``/``log``/``tanh`` chain. ``prelu``, which broadcasts a slope tensor, is
+in `relax.op.binary`. ``softmax`` /
 ``log_softmax`` normalize along ``axis`` (float, pattern ``OPAQUE`` as in `kiln.topi`);
 ``dropout`` is the identity at inference and returns ``(output, mask)``; ``pad`` adds
 ``pad_width`` (``[before_0, after_0, before_1, ...]``) elements of ``pad_value`` (``INJECTIVE``).
@@ -8,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kiln import te, topi
@@ -21,12 +27,14 @@ from kiln.relax.op.common import (
     int_list,
     normalize_axis,
     out_tensor,
+    plain,
     require_float,
     tensor_sinfo,
 )
 from kiln.relax.op.registry import register_op
-from kiln.relax.op.unary import make_unary
+from kiln.relax.op.unary import infer_unary, make_unary
 from kiln.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from kiln.topi.nn.activation import SELU_ALPHA, SELU_SCALE
 from kiln.topi.tag import Pattern
 
 relu = make_unary("relu", topi.relu, "numeric", "``max(x, 0)``.", family="relax.nn")
@@ -39,6 +47,108 @@ gelu_tanh = make_unary(
     family="relax.nn",
 )
 silu = make_unary("silu", topi.silu, "float", "``x * sigmoid(x)``.", family="relax.nn")
+
+
+Check = Callable[[Call], None]
+_infer_float = infer_unary("float")
+
+
+def activation(name: str, compute: Callable[..., Any], check: Check | None = None) -> Any:
+    """Decorator: the builder of the float activation ``relax.nn.<name>``, legalized as
+    ``compute(x, **attrs)`` (``check`` validates the attributes when the call is normalized)."""
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        out = _infer_float(call, ctx)
+        if check is not None:
+            check(call)
+        return out
+
+    return register_op(
+        f"relax.nn.{name}",
+        infer=infer,
+        legalize=lambda call, args: compute(args[0], **call.attrs),
+        pattern=Pattern.ELEMWISE,
+    )
+
+
+def _call(name: str, data: Expr, **values: Any) -> Call:
+    items = {k: float(plain(v)) for k, v in values.items()}
+    return Call(Op.get(f"relax.nn.{name}"), (as_expr(data),), attrs(**items))
+
+
+def _nonzero(attr: str) -> Check:
+    def check(call: Call) -> None:
+        if call.attrs[attr] == 0:
+            raise fail(call, f"{attr} must be non-zero, got {call.attrs[attr]!r}")
+
+    return check
+
+
+@activation("softplus", topi.nn.softplus, _nonzero("beta"))
+def softplus(data: Expr, beta: float = 1.0, threshold: float = 20.0) -> Call:
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` where ``beta * x > threshold`` (PyTorch's;
+    ONNX's ``Softplus`` is ``threshold=inf``)."""
+    return _call("softplus", data, beta=beta, threshold=threshold)
+
+
+@activation("hardsigmoid", topi.nn.hardsigmoid)
+def hardsigmoid(data: Expr, alpha: float = 0.2, beta: float = 0.5) -> Call:
+    """``min(max(alpha * x + beta, 0), 1)`` (PyTorch's is ``alpha = 1/6``)."""
+    return _call("hardsigmoid", data, alpha=alpha, beta=beta)
+
+
+def _with_alpha(name: str, compute: Callable[..., Any], default: float, doc: str,
+                check: Check | None = None) -> Callable[..., Call]:  # fmt: skip
+    """Register ``relax.nn.<name>(data, alpha=default)``, computed by ``compute``."""
+
+    def builder(data: Expr, alpha: float = default) -> Call:
+        return _call(name, data, alpha=alpha)
+
+    builder.__name__ = builder.__qualname__ = name
+    builder.__doc__ = doc
+    return activation(name, compute, check)(builder)
+
+
+mish = make_unary("mish", topi.nn.mish, "float", "``x * tanh(softplus(x))``.", "relax.nn")
+hardswish = make_unary(
+    "hardswish",
+    topi.nn.hardswish,
+    "float",
+    "``x * min(max(x / 6 + 1/2, 0), 1)``, which is PyTorch's ``x * relu6(x + 3) / 6``.",
+    "relax.nn",
+)
+softsign = make_unary("softsign", topi.nn.softsign, "float", "``x / (1 + |x|)``.", "relax.nn")
+swish = _with_alpha(
+    "swish", topi.nn.swish, 1.0, "``x * sigmoid(alpha * x)`` (ONNX's; ``silu`` is ``alpha = 1``)."
+)
+leakyrelu = _with_alpha(
+    "leakyrelu", topi.nn.leaky_relu, 0.01, "``x``, times ``alpha`` where it is negative."
+)
+elu = _with_alpha(
+    "elu", topi.nn.elu, 1.0, "``x`` where ``x > 0``, ``alpha * (exp(x) - 1)`` elsewhere."
+)
+celu = _with_alpha(
+    "celu",
+    topi.nn.celu,
+    1.0,
+    "``x`` where ``x > 0``, ``alpha * (exp(x / alpha) - 1)`` elsewhere.",
+    _nonzero("alpha"),
+)
+thresholded_relu = _with_alpha(
+    "thresholded_relu", topi.nn.thresholded_relu, 1.0, "``x`` where ``x > alpha``, else 0."
+)
+
+
+@activation("selu", topi.nn.selu)
+def selu(data: Expr, alpha: float = SELU_ALPHA, gamma: float = SELU_SCALE) -> Call:
+    """``gamma * elu(x, alpha)``, with SELU's constants by default."""
+    return _call("selu", data, alpha=alpha, gamma=gamma)
+
+
+@activation("shrink", topi.nn.shrink)
+def shrink(data: Expr, lambd: float = 0.5, bias: float = 0.0) -> Call:
+    """``x + bias`` below ``-lambd``, ``x - bias`` above ``lambd``, 0 between."""
+    return _call("shrink", data, lambd=lambd, bias=bias)
 
 
 def _infer_softmax(call: Call, ctx: Any) -> StructInfo:

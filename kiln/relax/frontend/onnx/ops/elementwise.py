@@ -1,8 +1,10 @@
 """Element-wise ONNX operators: math, activations, comparisons, logic, ``Cast``, ``Clip``,
 ``Where`` and the variadic ``Max Min Sum Mean``.
 
-Activations without a relax operator of their own (``LeakyRelu``, ``Elu``, ``HardSigmoid``...)
-are written with the element-wise operators; scalars become constants of the operand's dtype.
+Every activation is one relax operator record (``Mish`` is one ``relax.nn.mish``), so profiles
+and fusion see the operator, not a chain; arithmetic ONNX has no single operator for
+(``Sign``, integer ``Div``...) is written with the element-wise operators, scalars as constants
+of the operand's dtype.
 """
 
 from __future__ import annotations
@@ -171,90 +173,40 @@ def _isinf(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     return ctx.emit(R.logical_or(pos, neg))
 
 
-@converter("Softplus")
-def _softplus(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    return ctx.emit(softplus(x))
+ACTIVATIONS = {
+    "Softplus": lambda x, a: R.nn.softplus(x, threshold=float("inf")),
+    "Softsign": lambda x, a: R.nn.softsign(x),
+    "Mish": lambda x, a: R.nn.mish(x),
+    "HardSwish": lambda x, a: R.nn.hardswish(x),
+    "HardSigmoid": lambda x, a: R.nn.hardsigmoid(x, a.get("alpha", 0.2), a.get("beta", 0.5)),
+    "LeakyRelu": lambda x, a: R.nn.leakyrelu(x, a.get("alpha", 0.01)),
+    "Elu": lambda x, a: R.nn.elu(x, a.get("alpha", 1.0)),
+    "Selu": lambda x, a: R.nn.selu(
+        x, a.get("alpha", 1.67326319217681884765625), a.get("gamma", 1.05070102214813232421875)
+    ),
+    "Celu": lambda x, a: R.nn.celu(x, a.get("alpha", 1.0)),
+    "ThresholdedRelu": lambda x, a: R.nn.thresholded_relu(x, a.get("alpha", 1.0)),
+    "Shrink": lambda x, a: R.nn.shrink(x, a.get("lambd", 0.5), a.get("bias", 0.0)),
+}
+"""Activations that are one relax record each, built from the node's attributes (ONNX's
+defaults where absent)."""
 
 
-def softplus(x: Expr) -> Expr:
-    # NOTE: max(x, 0) + log(1 + exp(-|x|)) does not overflow for large |x|
-    return R.add(R.nn.relu(x), R.log(R.add(scalar(1, x), R.exp(R.negative(R.abs(x))))))
-
-
-@converter("Softsign")
-def _softsign(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    return ctx.emit(R.divide(x, R.add(scalar(1, x), R.abs(x))))
-
-
-@converter("Mish")
-def _mish(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    return ctx.emit(R.multiply(x, R.tanh(softplus(x))))
+@converter(*ACTIVATIONS)
+def _activation(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    return ctx.emit(ACTIVATIONS[node.op_type](ctx.tensor(ins, 0), node.attrs))
 
 
 @converter("Swish")
 def _swish(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x = ctx.tensor(ins, 0)
-    alpha = scalar(node.attrs.get("alpha", 1.0), x)
-    return ctx.emit(R.multiply(x, R.sigmoid(R.multiply(alpha, x))))
-
-
-@converter("HardSigmoid", "HardSwish")
-def _hard_sigmoid(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    swish = node.op_type == "HardSwish"
-    alpha = 1 / 6 if swish else node.attrs.get("alpha", 0.2)
-    beta = 0.5 if swish else node.attrs.get("beta", 0.5)
-    lin = R.add(R.multiply(x, scalar(alpha, x)), scalar(beta, x))
-    hs = R.minimum(R.maximum(lin, scalar(0, x)), scalar(1, x))
-    return ctx.emit(R.multiply(x, hs) if swish else hs)
-
-
-@converter("LeakyRelu")
-def _leaky(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    alpha = scalar(node.attrs.get("alpha", 0.01), x)
-    return ctx.emit(R.where(R.less(x, scalar(0, x)), R.multiply(x, alpha), x))
+    alpha = node.attrs.get("alpha", 1.0)
+    return ctx.emit(R.nn.silu(x) if alpha == 1.0 else R.nn.swish(x, alpha))
 
 
 @converter("PRelu")
 def _prelu(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x, slope = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
-    return ctx.emit(R.where(R.less(x, scalar(0, x)), R.multiply(x, slope), x))
-
-
-@converter("Elu", "Selu", "Celu")
-def _elu(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    op = node.op_type
-    default = {"Elu": 1.0, "Selu": 1.67326319217681884765625, "Celu": 1.0}[op]
-    alpha = node.attrs.get("alpha", default)
-    a = scalar(alpha, x)
-    if op == "Celu":
-        neg = R.multiply(a, R.subtract(R.exp(R.divide(x, a)), scalar(1, x)))
-        return ctx.emit(R.add(R.nn.relu(x), R.minimum(scalar(0, x), neg)))
-    neg = R.multiply(a, R.subtract(R.exp(x), scalar(1, x)))
-    out = R.where(R.greater(x, scalar(0, x)), x, neg)
-    if op == "Selu":
-        out = R.multiply(scalar(node.attrs.get("gamma", 1.05070102214813232421875), x), out)
-    return ctx.emit(out)
-
-
-@converter("ThresholdedRelu")
-def _thresholded(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    alpha = scalar(node.attrs.get("alpha", 1.0), x)
-    return ctx.emit(R.where(R.greater(x, alpha), x, scalar(0, x)))
-
-
-@converter("Shrink")
-def _shrink(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    lam, bias = node.attrs.get("lambd", 0.5), node.attrs.get("bias", 0.0)
-    lo = R.where(R.less(x, scalar(-lam, x)), R.add(x, scalar(bias, x)), scalar(0, x))
-    return ctx.emit(R.where(R.greater(x, scalar(lam, x)), R.subtract(x, scalar(bias, x)), lo))
+    return ctx.emit(R.nn.prelu(ctx.tensor(ins, 0), ctx.tensor(ins, 1)))
 
 
 @converter("Gelu")
@@ -269,6 +221,10 @@ def _clip(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     x = ctx.tensor(ins, 0)
     lo = ins[1] if len(ins) > 1 else node.attrs.get("min")
     hi = ins[2] if len(ins) > 2 else node.attrs.get("max")
+    bounds = (_scalar_value(lo, x), _scalar_value(hi, x))
+    if bounds[0] is not None and bounds[1] is not None and bounds[0] <= bounds[1]:
+        return ctx.emit(R.clip(x, bounds[0], bounds[1]))
+    # NOTE: one bound, run-time bounds, or min > max (ONNX: every value becomes max)
     out = x
     for bound, fn in ((lo, R.maximum), (hi, R.minimum)):
         if bound is None:
@@ -276,6 +232,17 @@ def _clip(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
         b = ctx.expr(np.asarray(bound, dtype=dtype(x)) if not isinstance(bound, Expr) else bound)
         out = ctx.emit(fn(out, b))
     return out if out is not x else ctx.emit(R.add(x, scalar(0, x)))
+
+
+def _scalar_value(bound: Any, like: Expr) -> float | int | None:
+    """A constant one-element bound as a Python number of ``like``'s kind, else None."""
+    if bound is None or isinstance(bound, Expr):
+        return None
+    arr = np.asarray(bound)
+    if arr.dtype == object or arr.size != 1:
+        return None
+    value = arr.astype(np.dtype(dtype(like))).reshape(-1)[0]
+    return float(value) if _is_float(like) else int(value)
 
 
 @converter("Where")
