@@ -12,14 +12,13 @@ from typing import Any, ClassVar
 
 from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
-from kiln.ir.node import Node
 from kiln.ir.span import Span
-from kiln.tir.expr import INT32, BufferLoad, IntImm, PrimExpr, Ramp, Var, convert
+from kiln.tir.expr import INT32, BufferLoad, BufferNode, IntImm, PrimExpr, Ramp, Var, convert
 from kiln.tir.type import PointerType, PrimType
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Buffer(Node):
+class Buffer(BufferNode):
     """A multi-dimensional view of ``data`` with element type ``dtype``."""
 
     data: Var

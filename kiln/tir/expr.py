@@ -461,6 +461,14 @@ class Call(PrimExpr):
         return self.op.name if isinstance(self.op, Op) else self.op.name_hint
 
 
+class BufferNode(Node):
+    """The base of `kiln.tir.buffer.Buffer`, its only subclass: declared here so that buffer
+    loads and stores check their buffer without importing the buffer module, which builds on
+    this one (a buffer's data variable, shape and strides are expressions)."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class BufferLoad(PrimExpr):
     """``buffer[indices]``; a `Ramp` as the last index loads a vector."""
@@ -479,9 +487,7 @@ class BufferLoad(PrimExpr):
 
 
 def _indices(buffer: Any, indices: Any, what: str) -> tuple[PrimExpr, ...]:
-    from kiln.tir.buffer import Buffer
-
-    if not isinstance(buffer, Buffer):
+    if not isinstance(buffer, BufferNode):
         raise IRError(f"{what}: expected a Buffer, got {buffer!r}")
     if not isinstance(indices, (tuple, list)):
         indices = (indices,)

@@ -16,6 +16,7 @@ from kiln.ir.span import Span
 from kiln.ir.transform import FunctionPass
 from kiln.tir.buffer import Buffer
 from kiln.tir.expr import Var
+from kiln.tir.functor import substitute_func
 from kiln.tir.stmt import Stmt, _stmt
 from kiln.tir.type import VOID, PointerType, PrimType, TupleType
 
@@ -59,8 +60,6 @@ class PrimFunc(BaseFunc):
 
     def specialize(self, values: dict[Var, Any]) -> PrimFunc:
         """A copy with some parameters (or symbolic dims) replaced by values."""
-        from kiln.tir.functor import substitute_func
-
         return substitute_func(self, values)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from kiln.ir.node import FrozenMap, Node
 from kiln.ir.visitor import MemoMutator, Mutator, Visitor, post_order_visit, pre_order_nodes
+from kiln.tir.expr import convert
 
 __all__ = [
     "Mutator",
@@ -33,8 +34,6 @@ class Substitute(MemoMutator):
 
 def substitute(node: Any, vmap: dict[Any, Any]) -> Any:
     """``node`` with each variable of ``vmap`` replaced; Python numbers become immediates."""
-    from kiln.tir.expr import convert
-
     if not vmap:
         return node
     fixed = {k: (convert(v, k.dtype) if not isinstance(v, Node) else v) for k, v in vmap.items()}

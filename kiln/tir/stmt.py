@@ -12,6 +12,7 @@ from kiln.ir.node import EMPTY_ATTRS, Attrs, Node, as_attrs
 from kiln.ir.span import Span
 from kiln.tir.buffer import Buffer, _exprs
 from kiln.tir.expr import Broadcast, PrimExpr, StringImm, Var, _indices, convert
+from kiln.tir.type import PointerType, PrimType
 
 
 class Stmt(Node):
@@ -307,8 +308,6 @@ def assert_stmt(cond: PrimExpr, message: str, body: Stmt) -> AssertStmt:
 
 def alloc_dtype(var: Var) -> DataType | None:
     """The element type a pointer variable points to, if it has a typed pointer annotation."""
-    from kiln.tir.type import PointerType, PrimType
-
     ty = var.type_annotation
     if isinstance(ty, PointerType) and isinstance(ty.element_type, PrimType):
         return ty.element_type.dtype

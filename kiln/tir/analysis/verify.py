@@ -25,6 +25,7 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.node import Node, repr_short
 from kiln.ir.visitor import Visitor
+from kiln.tir.analysis.access_bounds import out_of_bounds_accesses
 from kiln.tir.analysis.problems import (
     always_returns,
     buffer_problem,
@@ -372,9 +373,6 @@ def _check_func(func: PrimFunc, name: str, module: IRModule | None) -> _Checker:
         if not isinstance(func.body, Stmt):
             c.err(func, f"body must be a statement, got {type(func.body).__name__}")
         c.visit(func.body)
-        # NOTE: imported here: it uses kiln.arith, which imports kiln.tir (and so this module)
-        from kiln.tir.analysis.access_bounds import out_of_bounds_accesses
-
         for stmt, message in out_of_bounds_accesses(func):
             c.err(stmt, message)
         problem = func_problem(func)
