@@ -12,7 +12,6 @@ pass (`kiln.tir.transform`) runs it over every function in the default pipeline.
 """
 
 from kiln.arith.bound import ConstIntBound, const_int_bound
-from kiln.arith.simplify import Analyzer, simplify
-from kiln.arith.stmt import simplify_stmt
+from kiln.arith.simplify import Analyzer, simplify, simplify_stmt
 
 __all__ = ["Analyzer", "ConstIntBound", "const_int_bound", "simplify", "simplify_stmt"]

@@ -66,6 +66,7 @@ from kiln.tir.expr import (
     convert,
 )
 from kiln.tir.functor import substitute
+from kiln.tir.stmt import Stmt
 
 # The simplifier's pipeline: rule sets in the order their rules are tried for each node class.
 RULES = rule_table(FOLD, ARITH, DIVMOD, LOGIC)
@@ -336,3 +337,19 @@ class Analyzer:
 def simplify(expr: Any, var_bounds: Mapping[Var, BoundLike] | None = None) -> PrimExpr:
     """``expr`` simplified under inclusive ``{var: (lo, hi)}`` bounds."""
     return Analyzer(var_bounds).simplify(expr)
+
+
+def simplify_stmt(stmt: Any, var_bounds: Any = None) -> Any:
+    """``stmt`` with every expression simplified (`StmtSimplifier`, see `kiln.arith.stmt`).
+
+    ``stmt`` may also be a function with a statement ``body`` (a `PrimFunc`): its body is
+    simplified and the function rebuilt. ``var_bounds`` are inclusive ``{var: (lo, hi)}``.
+    """
+    an = Analyzer(var_bounds)
+    if isinstance(stmt, Stmt):
+        return an.simplify_stmt(stmt)
+    body = getattr(stmt, "body", None)
+    if not isinstance(body, Stmt):
+        raise TypeError(f"simplify_stmt expects a Stmt or a PrimFunc, got {type(stmt).__name__}")
+    new = an.simplify_stmt(body)
+    return stmt if new is body else replace(stmt, body=new)

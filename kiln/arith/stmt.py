@@ -125,21 +125,3 @@ class StmtSimplifier(Mutator):
         if all(a is b for a, b in zip(items, s.seq)):
             return s
         return seq(*(x for x in items if not _is_noop(x)))
-
-
-def simplify_stmt(stmt: Any, var_bounds: Any = None) -> Any:
-    """``stmt`` with every expression simplified (see the module docstring).
-
-    ``stmt`` may also be a function with a statement ``body`` (a `PrimFunc`): its body is
-    simplified and the function rebuilt. ``var_bounds`` are inclusive ``{var: (lo, hi)}``.
-    """
-    from kiln.arith.simplify import Analyzer
-
-    an = Analyzer(var_bounds)
-    if isinstance(stmt, Stmt):
-        return an.simplify_stmt(stmt)
-    body = getattr(stmt, "body", None)
-    if not isinstance(body, Stmt):
-        raise TypeError(f"simplify_stmt expects a Stmt or a PrimFunc, got {type(stmt).__name__}")
-    new = an.simplify_stmt(body)
-    return stmt if new is body else replace(stmt, body=new)
