@@ -2,9 +2,11 @@
 
 A binding whose variable is never used and whose value has no side effects (pure operators,
 calls of pure functions, tuples, branches without impure calls) is removed, repeatedly, until
-none is left; blocks left empty disappear. Impure calls (packed functions, PrimFuncs called
-directly) stay. Module functions that no entry function reaches (entry: the names given, else
-every function with a ``global_symbol``) are removed, PrimFuncs included.
+none is left -- but not a ``match_cast`` whose struct info names symbolic dims: it may be where
+they are defined (a shape read from a tensor at run time) for later bindings. Blocks left empty
+disappear. Impure calls (packed functions, PrimFuncs called directly) stay. Module functions
+that no entry function reaches (entry: the names given, else every function with a
+``global_symbol``) are removed, PrimFuncs included.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from kiln.ir.module import IRModule
 from kiln.ir.transform import Pass, PassContext
 from kiln.ir.visitor import pre_order_nodes
 from kiln.relax.analysis.free_vars import all_global_vars, has_side_effects, use_counts
+from kiln.relax.analysis.struct_info import tir_vars
+from kiln.relax.binding import MatchCast
 from kiln.relax.expr import Function
 from kiln.relax.expr_functor import ExprMutator
 from kiln.tir.expr import Call as TirCall
@@ -31,7 +35,9 @@ class _Drop(ExprMutator):
         self.dropped = 0
 
     def visit_binding(self, b: Any) -> None:
-        if self.uses.get(id(b.var), 0) == 0 and not has_side_effects(b.value, self.mod):
+        defines_dims = isinstance(b, MatchCast) and bool(tir_vars(b.struct_info))
+        unused = self.uses.get(id(b.var), 0) == 0 and not defines_dims
+        if unused and not has_side_effects(b.value, self.mod):
             self.dropped += 1
             return
         super().visit_binding(b)

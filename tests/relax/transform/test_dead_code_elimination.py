@@ -71,3 +71,24 @@ def test_entry_functions_can_be_named() -> None:
 
     out = DeadCodeElimination(entry_functions=["keep"])(Module)
     assert [gv.name_hint for gv in out] == ["keep"]
+
+
+def test_a_match_cast_that_defines_dims_stays_though_its_var_is_unused() -> None:
+    @I.ir_module
+    class Before:
+        @R.function
+        def main(s: R.Tensor((1,), "int64")) -> R.Tensor(ndim=1, dtype="float32"):
+            n = T.int64()
+            with R.dataflow():
+                shape = R.call_pure_packed(
+                    "vm.builtin.tensor_to_shape", s, sinfo_args=(R.Shape(ndim=1),)
+                )
+                dims = R.match_cast(shape, R.Shape([n]))
+                unused = R.match_cast(s, R.Tensor((1,), "int64"))
+                y = R.zeros(R.shape([n]), "float32")
+                R.output(y)
+            return y
+
+    after = DeadCodeElimination()(Before)
+    bindings = after["main"].body.blocks[0].bindings
+    assert [b.var.name_hint for b in bindings] == ["shape", "dims", "y"]
