@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from kiln.arith import simplify
 from kiln.arith.linear import to_linear
+from kiln.te.relations import Fuse, Split
 from kiln.te.tensor import AxisVar, ComputeOp
 from kiln.tir.expr import FloorDiv, FloorMod, PrimExpr, Var, as_const_int, convert
 
 if TYPE_CHECKING:
-    from kiln.te.schedule import Fuse, Split, Stage
+    from kiln.te.schedule import Stage
 
 
 @dataclass(eq=False)
@@ -63,8 +64,6 @@ def make_stage_loops(
 ) -> StageLoops:
     """The loops of ``stage`` covering ``region`` (one (min, extent) per data axis); ``names``
     gives each leaf loop variable its (function-unique) name."""
-    from kiln.te.schedule import Split
-
     op = stage.op
     assert isinstance(op, ComputeOp)
     roots: list[AxisVar] = [*op.axis, *op.reduce_axis]
@@ -102,8 +101,6 @@ def make_stage_loops(
 
 
 def _forward(rel: Split | Fuse, extents: dict[AxisVar, PrimExpr]) -> None:
-    from kiln.te.schedule import Split
-
     if isinstance(rel, Split):
         ext = extents[rel.parent]
         if rel.factor is not None:
@@ -131,8 +128,6 @@ def _backward(
     offsets: dict[AxisVar, PrimExpr],
     deps: dict[AxisVar, frozenset[int]],
 ) -> None:
-    from kiln.te.schedule import Split
-
     if isinstance(rel, Split):
         value = offsets[rel.outer] * extents[rel.inner] + offsets[rel.inner]
         offsets[rel.parent] = simplify(value)

@@ -25,11 +25,9 @@ if TYPE_CHECKING:
 
 
 def _as_stage(stage: Stage, parent: Any) -> Stage:
-    from kiln.te.schedule import Stage
-
     if isinstance(parent, Tensor):
         return stage.schedule[parent]
-    if not isinstance(parent, Stage):
+    if not isinstance(parent, type(stage)):  # Stage: kiln.te.schedule, which imports this module
         raise IRError(f"compute_at: expected the consumer's stage (s[T]), got {parent!r}")
     if parent.schedule is not stage.schedule:
         raise IRValueError(f"compute_at: stage {parent.name!r} belongs to another schedule")

@@ -58,8 +58,6 @@ def _replace_op(sch: Schedule, stage: Stage, op: ComputeOp) -> None:
 
 def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tensor:
     """Add a copy of ``tensor`` in ``scope``; ``readers`` read the copy from now on."""
-    from kiln.te.schedule import Stage
-
     scope = _scope(scope, "cache_read")
     source = sch[tensor]
     out = source.op.output(0)
@@ -78,16 +76,12 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tenso
 
         body = rewrite_loads(op.body, redirect)
         _replace_op(sch, stage, ComputeOp(op.name, op.tag, op.attrs, op.axis, op.reduce_axis, body))
-    new = Stage(sch, cache.op)
-    new.scope = scope
-    sch.add_stage(new, sch.stages.index(source) + 1)
+    sch.new_stage(cache.op, sch.stages.index(source) + 1, scope)
     return cache
 
 
 def cache_write(sch: Schedule, tensor: Tensor, scope: str) -> Tensor:
     """Compute ``tensor`` into a new ``scope`` stage; ``tensor``'s stage copies it out."""
-    from kiln.te.schedule import Stage
-
     scope = _scope(scope, "cache_write")
     stage = sch[tensor]
     op = stage.op
@@ -113,9 +107,7 @@ def cache_write(sch: Schedule, tensor: Tensor, scope: str) -> Tensor:
         stage.retired[k] = f"it moved to stage {cache_op.name!r} with cache_write"
     stage.all_iter_vars = list(op.axis)
     stage.leaf_iter_vars = list(op.axis)
-    new = Stage(sch, cache_op)
-    new.scope = scope
-    sch.add_stage(new, sch.stages.index(stage))
+    sch.new_stage(cache_op, sch.stages.index(stage), scope)
     return cache
 
 

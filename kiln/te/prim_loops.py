@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kiln.errors import IRError, IRValueError
+from kiln.te.relations import Fuse, Split
 from kiln.te.tensor import AxisVar
 from kiln.tir.expr import IntImm, PrimExpr, convert
 
@@ -79,8 +80,6 @@ def _derived(parent: AxisVar, name: str) -> AxisVar:
 
 def split(stage: Stage, parent: Any, factor: Any, nparts: Any) -> tuple[AxisVar, AxisVar]:
     """Replace leaf ``parent`` by ``outer, inner``; non-divisible extents get a guard."""
-    from kiln.te.schedule import Split
-
     k = leaf_index(stage, parent, "split")
     _check_plain(stage, parent, "split")
     if (factor is None) == (nparts is None):
@@ -127,8 +126,6 @@ def fuse(stage: Stage, *axes: Any) -> AxisVar:
 
 
 def _fuse_two(stage: Stage, outer: AxisVar, inner: AxisVar) -> AxisVar:
-    from kiln.te.schedule import Fuse
-
     k = stage.leaf_iter_vars.index(outer)
     name = f"{outer.name.removesuffix('_fused')}_{inner.name}_fused"
     fused = _derived(outer, name)

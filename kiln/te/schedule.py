@@ -18,29 +18,9 @@ from typing import Any
 
 from kiln.errors import IRError, IRValueError
 from kiln.te import prim_annotate, prim_attach, prim_cache, prim_loops
+from kiln.te.relations import Fuse, Split
 from kiln.te.tensor import AxisVar, ComputeOp, Operation, PlaceholderOp, Tensor
-from kiln.tir.expr import PrimExpr
 from kiln.tir.stmt import ForKind
-
-
-@dataclass(frozen=True, eq=False)
-class Split:
-    """``parent`` = ``outer * inner_extent + inner`` (``factor`` or ``nparts`` given)."""
-
-    parent: AxisVar
-    outer: AxisVar
-    inner: AxisVar
-    factor: PrimExpr | None
-    nparts: PrimExpr | None
-
-
-@dataclass(frozen=True, eq=False)
-class Fuse:
-    """``fused`` = ``outer * inner_extent + inner``."""
-
-    outer: AxisVar
-    inner: AxisVar
-    fused: AxisVar
 
 
 @dataclass(eq=False)
@@ -201,6 +181,14 @@ class Schedule:
         """Insert ``stage`` at ``index`` of the (producer-first) stage list."""
         self.stages.insert(index, stage)
         self.stage_map[stage.op] = stage
+
+    def new_stage(self, op: Operation, index: int, scope: str) -> Stage:
+        """A fresh stage of ``op`` storing into ``scope``, inserted at ``index`` (the stages
+        `cache_read` and `cache_write` add)."""
+        stage = Stage(self, op)
+        stage.scope = scope
+        self.add_stage(stage, index)
+        return stage
 
     def __getitem__(self, key: Any) -> Stage:
         if isinstance(key, Stage):
