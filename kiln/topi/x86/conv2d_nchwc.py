@@ -41,6 +41,7 @@ from kiln.tir.transform.loop_partition import GUARD, SPLIT
 from kiln.topi.generic import common as generic
 from kiln.topi.nn.conv2d_nchwc import CONV2D_NCHWC, BlockedConv, blocked_conv
 from kiln.topi.nn.conv2d_nchwc import conv2d_nchwc as nn_conv2d_nchwc
+from kiln.topi.schedule import schedule_for
 from kiln.topi.tag import Pattern, attrs_for
 from kiln.topi.utils import const_int
 from kiln.topi.x86 import common
@@ -478,6 +479,4 @@ def _parallel_images(out: Stage, acc: Tensor, tiles: list[Any]) -> list[Any]:
 def schedule_conv2d_nchwc(outs: Any, target: Any = None) -> Schedule:
     """The CPU schedule of blocked convolutions (register-tiled as their computes say) with
     their element-wise epilogues inlined; generic computes get `kiln.topi.schedule_for`'s."""
-    from kiln.topi.schedule import schedule_for
-
     return schedule_for(outs, target if target is not None else "c")
