@@ -14,7 +14,7 @@ from typing import Any
 
 from kiln import config, te, topi
 from kiln.codegen.build import compile_source, generate
-from kiln.driver.pipeline import default_tir_pipeline
+from kiln.driver.tir_pipeline import default_tir_pipeline
 from kiln.errors import KilnError
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule

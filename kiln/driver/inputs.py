@@ -57,32 +57,40 @@ def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule
         _no_extra(options, "an IRModule")
         return obj
     if is_onnx_model(obj):
+        # NOTE: must stay a function-level import: the ONNX frontend (its converter tables) adds
+        # about a tenth to loading kiln.driver, which builds from IRModules do not need
         from kiln.relax.frontend.onnx import from_onnx
 
         known = {k: options.pop(k) for k in ("shape_dict", "dtype_dict", "opset") if k in options}
         _no_extra(options, "an ONNX model")
         return from_onnx(obj, **known)
-    if _is_torch(obj, "ExportedProgram"):
-        from kiln.relax.frontend.torch import from_exported_program
-
-        _no_extra(options, "an ExportedProgram")
-        return from_exported_program(obj)
-    if _is_torch(obj, "Module"):
-        if example_args is None:
-            raise FrontendError(
-                f"kiln.compile of a torch module ({type(obj).__name__}) needs example_args=(...) "
-                "to export it with torch.export"
-            )
-        from kiln.relax.frontend.torch import from_module
-
-        dynamic = options.pop("dynamic_shapes", None)
-        _no_extra(options, "a torch module")
-        return from_module(obj, example_args, dynamic)
+    if _is_torch(obj, "ExportedProgram") or _is_torch(obj, "Module"):
+        return _from_torch(obj, example_args, options)
     raise KilnError(
         f"kiln.compile takes an IRModule, an ONNX model (path, bytes or onnx.ModelProto), a "
         f"torch.export.ExportedProgram or a torch.nn.Module with example_args; got "
         f"{type(obj).__name__}"
     )
+
+
+def _from_torch(obj: Any, example_args: Any, options: dict[str, Any]) -> IRModule:
+    """The relax module of a ``torch.export.ExportedProgram``, or of a ``torch.nn.Module``
+    exported with ``example_args`` (and ``dynamic_shapes``)."""
+    # NOTE: must stay a function-level import, as the ONNX frontend's above (torch itself is
+    # imported by the frontend's functions, never on import)
+    from kiln.relax.frontend import torch as torch_frontend
+
+    if _is_torch(obj, "ExportedProgram"):
+        _no_extra(options, "an ExportedProgram")
+        return torch_frontend.from_exported_program(obj)
+    if example_args is None:
+        raise FrontendError(
+            f"kiln.compile of a torch module ({type(obj).__name__}) needs example_args=(...) "
+            "to export it with torch.export"
+        )
+    dynamic = options.pop("dynamic_shapes", None)
+    _no_extra(options, "a torch module")
+    return torch_frontend.from_module(obj, example_args, dynamic)
 
 
 def _no_extra(options: Mapping[str, Any], what: str) -> None:

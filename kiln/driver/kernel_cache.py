@@ -26,6 +26,8 @@ kernel compiled in two units links once) and never called. ``KILN_DEBUG`` turns 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import re
@@ -54,14 +56,25 @@ class CachedKernel:
     args: tuple[ArgInfo, ...]
 
 
+@functools.lru_cache(maxsize=1)
+def source_fingerprint() -> str:
+    """sha256 over the relative path and content of every ``.py``, ``.c`` and ``.h`` file of the
+    kiln package (memoized per process)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".c", ".h") and path.is_file():
+            h.update(str(path.relative_to(root)).encode() + b"\0")
+            h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def enabled() -> bool:
     return config.load().debug == 0
 
 
 def kernel_key(funcs: Sequence[PrimFunc], target: Target, flags: Sequence[str]) -> str:
     """The key of the kernel made of ``funcs`` (the exposed one first, then its callees)."""
-    from kiln.driver.model_cache import source_fingerprint  # NOTE: it imports this module
-
     parts = [FORMAT, source_fingerprint(), str(target)]
     parts += [structural_digest(f.without_attr("global_symbol")) for f in funcs]
     return cache_key("\n".join(parts), tuple(flags), tuple(find_compiler()))

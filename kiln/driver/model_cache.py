@@ -5,8 +5,8 @@ of external data it reads, with each tensor's location, offset and length; ONNX 
 serialized ``onnx.ModelProto``), the frontend options, target, exec mode, entry and external
 codegens, the C compiler's identity and flags (`model_flags`, and through
 `kiln.runtime.toolchain.cache_key` the compiler's version and, for ``-march=native``, the CPU),
-and `source_fingerprint`: a hash of every source file of the installed kiln, so a changed kiln
-never loads a library an older one compiled. Other model
+and `source_fingerprint` (`kiln.driver.kernel_cache`): a hash of every source file of the
+installed kiln, so a changed kiln never loads a library an older one compiled. Other model
 kinds (IRModules, torch) get no key: they compile as before, their kernels still cached by the C
 toolchain.
 
@@ -21,7 +21,6 @@ yours); a hit marks the entry used for the cache's size cap. The library is publ
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ from typing import Any
 
 from kiln import config
 from kiln.driver.inputs import InputSpec
+from kiln.driver.kernel_cache import source_fingerprint
 from kiln.driver.relax_build import model_flags
 from kiln.ir.target import Target
 from kiln.runtime import disk_cache
@@ -38,19 +38,6 @@ from kiln.runtime.toolchain import cache_key, find_compiler, is_valid_entry, pub
 
 FORMAT = "kiln-model-cache-1"
 """Changes whenever the entry layout changes."""
-
-
-@functools.lru_cache(maxsize=1)
-def source_fingerprint() -> str:
-    """sha256 over the relative path and content of every ``.py``, ``.c`` and ``.h`` file of the
-    kiln package (memoized per process)."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.suffix in (".py", ".c", ".h") and path.is_file():
-            h.update(str(path.relative_to(root)).encode() + b"\0")
-            h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 EXTERNAL_MARK = b"location"
@@ -119,12 +106,14 @@ def _model_digest(obj: Any) -> str | None:
         digest, external = _file_digest(path)
         if not external:  # NOTE: not parsed here (the importer parses it)
             return digest
-        from kiln.relax.frontend.onnx.external_data import hash_external_data
-        from kiln.relax.frontend.onnx.importer import parse_model
+        # NOTE: must stay a function-level import, as in `kiln.driver.inputs`: only a model with
+        # external data loads the ONNX frontend here
+        from kiln.relax.frontend.onnx import external_data, importer
 
         data = path.read_bytes()
         h = hashlib.sha256(data)
-        hash_external_data(parse_model(data, str(path)), path.parent, str(path), h)
+        model = importer.parse_model(data, str(path))
+        external_data.hash_external_data(model, path.parent, str(path), h)
         return h.hexdigest()
     if type(obj).__name__ == "ModelProto" and type(obj).__module__.startswith("onnx"):
         return hashlib.sha256(obj.SerializeToString()).hexdigest()

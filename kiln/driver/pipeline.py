@@ -82,7 +82,9 @@ TIR, for a target with a device (``cuda``, host ``c``):
     (`kiln.codegen.c_parallel`). After it the emitters only print.
 
 For a host-only target (``c``) the device steps (1, 3-7) have nothing to do -- there are no
-kernels -- and are left out, so its pipeline is 2 and 8-14.
+kernels -- and are left out, so its pipeline is 2 and 8-14. That list is written in
+`kiln.driver.tir_pipeline` (re-exported here): `kiln.driver.build` runs it, and `host_kernel`
+below builds with `kiln.driver.build`.
 """
 
 from __future__ import annotations
@@ -90,58 +92,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kiln.driver.build import build
+from kiln.driver.tir_pipeline import default_tir_pipeline
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass
+from kiln.relax import transform as relax_transform
 from kiln.tir.function import PrimFunc
-from kiln.tir.transform import (
-    AnnotateDeviceRegions,
-    BindTarget,
-    FlattenBuffer,
-    LegalizeStorage,
-    LoopPartition,
-    LowerDeviceKernelLaunch,
-    LowerIntrin,
-    MakePackedAPI,
-    MergeSharedMemoryAllocations,
-    OutlineParallelLoops,
-    Simplify,
-    SplitHostDevice,
-    ThreadSync,
-    VectorizeLoop,
-)
 
-
-def default_tir_pipeline(target: Target) -> list[Pass]:
-    """The TIR passes `kiln.build` runs for ``target``, in order."""
-    device = not target.is_host_kind
-    return [
-        *([BindTarget(target)] if device else []),
-        FlattenBuffer(),
-        *(
-            [
-                ThreadSync("shared"),
-                MergeSharedMemoryAllocations(),
-                AnnotateDeviceRegions(),
-                SplitHostDevice(),
-                LowerDeviceKernelLaunch(),
-            ]
-            if device
-            else []
-        ),
-        MakePackedAPI(),
-        LegalizeStorage(),
-        LoopPartition(),
-        Simplify(),
-        VectorizeLoop(target),
-        LowerIntrin(target),
-        OutlineParallelLoops(),
-    ]
+__all__ = ["default_relax_pipeline", "default_tir_pipeline", "host_kernel"]
 
 
 def host_kernel(prim: PrimFunc) -> Callable[..., Any]:
     """``prim`` compiled for the host (the kernels `FoldConstant` runs at compile time)."""
-    from kiln.driver.build import build
-
     return build(prim, target="c")["main"]
 
 
@@ -151,9 +113,6 @@ def default_relax_pipeline(
     """The graph-level passes `kiln.relax.build` runs for ``target``, in order (VM form);
     ``external_codegens`` names the external codegens to partition for (e.g. ``["dnnl"]``),
     ``module_name`` prefixes the names of the fused kernels."""
-    # NOTE: imported here so that `kiln.build` (TIR only) does not load the graph level.
-    from kiln.relax import transform as relax_transform
-
     return [
         relax_transform.Normalize(),
         # ---- weights and layouts ---------------------------------------------------------
