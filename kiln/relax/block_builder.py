@@ -28,7 +28,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.names import NameSupply
 from kiln.ir.node import as_attrs
 from kiln.ir.structural import structural_equal, structural_hash
-from kiln.relax.analysis.struct_info import Fit, check_fits
+from kiln.relax.analysis.struct_info import Fit, check_fits, tir_vars
 from kiln.relax.binding import MatchCast, VarBinding
 from kiln.relax.expr import DataflowVar, Expr, Function, SeqExpr, ShapeExpr, Tuple, Var
 from kiln.relax.normalizer import Normalizer
@@ -225,7 +225,6 @@ class BlockBuilder(Normalizer):
 
 
 def _sym(sinfo: Any) -> list[Any]:
-    from kiln.relax.analysis.struct_info import tir_vars
 
     return tir_vars(sinfo)
 

@@ -71,10 +71,10 @@ class Expr(Node):
             raise IRError(f"a tuple is indexed with a constant int, got {index!r}")
         return TupleGetItem(self, index)
 
-    def astype(self, dtype: str | DataType) -> Expr:
-        from kiln.relax.op.unary import astype
-
-        return astype(self, dtype)
+    def astype(self, dtype: str | DataType) -> Call:
+        """``R.astype(self, dtype)``: the call its op record builds (`kiln.relax.op` is a row
+        above this module, so the call is made here)."""
+        return Call(Op.get("relax.astype"), (self,), Attrs({"dtype": str(DataType.parse(dtype))}))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

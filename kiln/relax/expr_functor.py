@@ -1,5 +1,5 @@
-"""`ExprVisitor` and `ExprMutator`: traversals of graph-level expressions that know about
-bindings and scopes.
+"""`ExprMutator` (and `ExprVisitor`, from `kiln.relax.visitor`): traversals of graph-level
+expressions that know about bindings and scopes.
 
 Both dispatch on the class name along the MRO (``visit_Call``, ``visit_Var``...) through the
 bases of `kiln.ir.visitor`, and never walk into struct info or `tir` expressions (a shape's dims
@@ -18,7 +18,7 @@ from typing import Any
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.structural import structural_equal
-from kiln.ir.visitor import Mutator, Visitor
+from kiln.ir.visitor import Mutator
 from kiln.relax.binding import Binding, BindingBlock, DataflowBlock, MatchCast, VarBinding
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import (
@@ -31,66 +31,7 @@ from kiln.relax.expr import (
     TupleGetItem,
     Var,
 )
-
-_LEAVES = ("Constant", "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "ExternFunc")
-
-
-class ExprVisitor(Visitor):
-    """Read-only traversal of relax expressions (see the module docstring)."""
-
-    def visit_var_def(self, var: Var) -> None:
-        """Called where ``var`` is defined (a parameter or a binding)."""
-
-    def visit_Var(self, v: Var) -> None:
-        """Called where a variable is used."""
-
-    def visit_leaf(self, e: Any) -> None:
-        """Constants, shapes, prim values, strings, dtypes, extern functions, globals, ops."""
-
-    def visit_GlobalVar(self, gv: GlobalVar) -> None:
-        self.visit_leaf(gv)
-
-    def visit_Op(self, op: Any) -> None:
-        self.visit_leaf(op)
-
-    def visit_Tuple(self, t: Tuple) -> None:
-        for f in t.fields:
-            self.visit(f)
-
-    def visit_TupleGetItem(self, t: TupleGetItem) -> None:
-        self.visit(t.tuple_value)
-
-    def visit_Call(self, c: Call) -> None:
-        self.visit(c.op)
-        for a in c.args:
-            self.visit(a)
-
-    def visit_If(self, e: If) -> None:
-        self.visit(e.cond)
-        self.visit(e.true_branch)
-        self.visit(e.false_branch)
-
-    def visit_SeqExpr(self, s: SeqExpr) -> None:
-        for block in s.blocks:
-            self.visit_binding_block(block)
-        self.visit(s.body)
-
-    def visit_binding_block(self, block: BindingBlock) -> None:
-        for b in block.bindings:
-            self.visit_binding(b)
-
-    def visit_binding(self, b: Binding) -> None:
-        self.visit(b.value)
-        self.visit_var_def(b.var)
-
-    def visit_Function(self, f: Function) -> None:
-        for p in f.params:
-            self.visit_var_def(p)
-        self.visit(f.body)
-
-
-for _name in _LEAVES:
-    setattr(ExprVisitor, f"visit_{_name}", lambda self, e: self.visit_leaf(e))
+from kiln.relax.visitor import LEAVES, ExprVisitor
 
 
 class ExprMutator(Mutator):
@@ -221,5 +162,8 @@ class ExprMutator(Mutator):
         return self.builder.normalize(func)
 
 
-for _name in _LEAVES:
+for _name in LEAVES:
     setattr(ExprMutator, f"visit_{_name}", lambda self, e: self.visit_leaf(e))
+
+
+__all__ = ["ExprMutator", "ExprVisitor"]

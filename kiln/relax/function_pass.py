@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from kiln import config
 from kiln.ir.transform import FunctionPass as _FunctionPass
 from kiln.ir.transform import PassContext
+from kiln.relax.analysis.well_formed import verify_module
 from kiln.relax.expr import Function
 
 
@@ -24,8 +26,6 @@ def debug_pass_context(**kwargs: Any) -> PassContext:
     verifies every function of the module after each pass (`verify_module`: TIR and relax
     functions alike), 2 also prints the functions each pass changed (`KILN_PRINT_AFTER` and
     `KILN_PRINT_FUNCS` select passes and functions)."""
-    from kiln import config
-    from kiln.relax.analysis.well_formed import verify_module
 
     cfg = config.load()
     return PassContext.for_debug_level(

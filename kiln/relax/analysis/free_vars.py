@@ -6,8 +6,8 @@ from typing import Any
 
 from kiln.ir.function import GlobalVar
 from kiln.relax.expr import Call, ExternFunc, Function, Var
-from kiln.relax.expr_functor import ExprVisitor
 from kiln.relax.op.registry import find_op_def
+from kiln.relax.visitor import ExprVisitor
 
 
 class _Uses(ExprVisitor):

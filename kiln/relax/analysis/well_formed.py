@@ -36,9 +36,10 @@ from kiln.relax.expr import (
     Var,
     is_leaf,
 )
-from kiln.relax.expr_functor import ExprVisitor
 from kiln.relax.op.registry import find_op_def
 from kiln.relax.struct_info import TensorStructInfo, TupleStructInfo
+from kiln.relax.visitor import ExprVisitor
+from kiln.tir.analysis import verify_well_formed
 from kiln.tir.expr import IntImm
 from kiln.tir.function import PrimFunc
 
@@ -251,7 +252,6 @@ def well_formed(obj: BaseFunc | IRModule) -> bool:
 def verify_module(mod: IRModule) -> None:
     """Verify every function of a (mixed) module; raise `VerifyError` listing the problems. The
     verifier to give ``PassContext.for_debug_level`` for graph-level pipelines."""
-    from kiln.tir.analysis import verify_well_formed
 
     errors = verify_well_formed(mod, raise_error=False) + well_formed_errors(mod)
     if errors:

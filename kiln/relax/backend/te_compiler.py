@@ -26,7 +26,6 @@ from typing import Any
 from kiln import config, te, topi
 from kiln.errors import IRError, IRValueError, PassError
 from kiln.ir.target import Target
-from kiln.relax.analysis.outline import substitute
 from kiln.relax.analysis.struct_info import tir_vars
 from kiln.relax.backend.strategy import compute_for
 from kiln.relax.binding import Binding, MatchCast
@@ -34,6 +33,7 @@ from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Call, Function, SeqExpr, Tuple, TupleGetItem, Var, op_name
 from kiln.relax.op.builtin import SHAPE_FN_DATA, SHAPE_FN_SHAPE
 from kiln.relax.op.registry import OpDef, find_op_def
+from kiln.relax.outline import substitute
 from kiln.relax.struct_info import (
     INT64,
     PrimStructInfo,
@@ -135,7 +135,7 @@ def op_names(func: Function) -> list[str]:
 # -- primitive -> PrimFunc ---------------------------------------------------------------------
 def is_dims_param(p: Var) -> bool:
     """A primitive's ``dims: R.Shape([n, ...])`` parameter: symbolic variables of its caller
-    that no tensor parameter's shape defines (`kiln.relax.analysis.outline`)."""
+    that no tensor parameter's shape defines (`kiln.relax.outline`)."""
     s = p.struct_info_
     return (
         isinstance(s, ShapeStructInfo)

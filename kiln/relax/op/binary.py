@@ -31,6 +31,7 @@ from kiln.relax.op.common import (
 )
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import StructInfo
+from kiln.tir.expr import Select, const
 from kiln.topi.tag import Pattern
 
 
@@ -152,7 +153,6 @@ def prelu(data: Expr, slope: Expr) -> Call:
 def _shift(left: bool) -> Callable[[Any, Any], Any]:
     """``a << b`` / ``a >> b``, 0 where the shift is negative or at least the bit width (C
     leaves those undefined)."""
-    from kiln.tir.expr import Select, const
 
     def compute(a: Any, b: Any) -> Any:
         def f(x: Any, y: Any) -> Any:

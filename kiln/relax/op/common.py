@@ -23,7 +23,7 @@ from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
 from kiln.ir.node import Attrs
 from kiln.relax.analysis.struct_info import Fit, dims_fit, simplify_dim
-from kiln.relax.expr import Call, Expr, ShapeExpr, Var
+from kiln.relax.expr import Call, Expr, PrimValue, ShapeExpr, Var
 from kiln.relax.struct_info import (
     INT64,
     ObjectStructInfo,
@@ -33,7 +33,8 @@ from kiln.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-from kiln.tir.expr import IntImm, PrimExpr
+from kiln.relax.te_bridge import has_symbolic_dims, te_dims
+from kiln.tir.expr import FloatImm, IntImm, PrimExpr
 
 BOOL = DataType("bool", 1)
 VOID = DataType("handle", 0)
@@ -61,7 +62,6 @@ def show(d: Any) -> str:
     """A dimension as it reads in script (``4``, ``n * 2``)."""
     if isinstance(d, IntImm):
         return str(d.value)
-    from kiln.relax.expr import PrimValue
 
     text = str(PrimValue(d)) if isinstance(d, PrimExpr) else str(d)
     return text.removeprefix("R.prim_value(").removesuffix(")")
@@ -203,7 +203,6 @@ def _merge_dim(
 
 def out_dims(call: Call, field: int | None = None) -> tuple[Any, ...]:
     """The result dims of a normalized call, for a TE computation (constants as ints)."""
-    from kiln.relax.te_bridge import has_symbolic_dims, te_dims
 
     wide = has_symbolic_dims(*call.args, call.struct_info)
     sinfo = call.struct_info
@@ -244,8 +243,6 @@ def attrs(**kwargs: Any) -> Attrs:
 def plain(value: Any) -> Any:
     """A builder argument as a Python value: a constant prim value (``R.prim_value(3)``, as TVM
     prints some attributes) becomes its number, a sequence a tuple of such values."""
-    from kiln.relax.expr import PrimValue
-    from kiln.tir.expr import FloatImm
 
     if isinstance(value, PrimValue) and isinstance(value.value, (IntImm, FloatImm)):
         return value.value.value

@@ -10,6 +10,7 @@ from kiln.relax.expr import Call, Expr
 from kiln.relax.op.common import as_expr, attrs, check_arity, fail, out_tensor, tensor_sinfo
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import StructInfo
+from kiln.topi.image import resize as te_resize
 from kiln.topi.tag import Pattern
 
 
@@ -25,7 +26,6 @@ def _infer_resize(call: Call, ctx: Any) -> StructInfo:
 
 
 def _legalize_resize(call: Call, args: list[Any]) -> Any:
-    from kiln.topi.image import resize as te_resize
 
     a = call.attrs
     return te_resize(

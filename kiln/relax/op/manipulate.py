@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln import topi
+from kiln import te, topi
 from kiln.errors import IRError
 from kiln.ir.op import Op
 from kiln.relax.analysis.struct_info import Fit, dims_fit, simplify_dim
@@ -301,7 +301,6 @@ def _legalize_split(call: Call, args: list[Any]) -> Any:
 
 
 def _slice_symbolic(x: Any, ax: int, lo: Any, shape: Any) -> Any:
-    from kiln import te
 
     def f(*i: PrimExpr) -> PrimExpr:
         idx = list(i)

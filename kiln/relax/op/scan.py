@@ -10,6 +10,7 @@ from kiln.relax.expr import Call, Expr
 from kiln.relax.op.common import as_expr, attrs, check_arity, normalize_axis, tensor_sinfo
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import StructInfo
+from kiln.topi import scan
 from kiln.topi.tag import Pattern
 
 
@@ -25,7 +26,6 @@ def _make(name: str, doc: str) -> Any:
     full = f"relax.{name}"
 
     def legalize(call: Call, args: list[Any]) -> Any:
-        from kiln.topi import scan
 
         a = call.attrs
         return getattr(scan, name)(args[0], a["axis"], a["exclusive"], a["reverse"])

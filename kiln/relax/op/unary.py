@@ -26,6 +26,8 @@ from kiln.relax.op.common import (
 )
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import StructInfo, TensorStructInfo
+from kiln.tir import op as tir_op
+from kiln.topi.elemwise import unary
 from kiln.topi.tag import Pattern
 
 
@@ -87,8 +89,6 @@ isnan = make_unary("isnan", topi.isnan, "to_bool", "Whether each element is NaN 
 
 def _libm(name: str) -> Callable[[Any], Any]:
     """The float compute of math builtin ``name`` over a tensor (`kiln.topi.elemwise.unary`)."""
-    from kiln.tir import op as tir_op
-    from kiln.topi.elemwise import unary
 
     return lambda x: unary(name, x, lambda v: tir_op.math(name, v), None, floats=True)
 

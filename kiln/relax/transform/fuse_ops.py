@@ -17,7 +17,7 @@ shapes are known) are grouped by the records' `Pattern`:
 
 Each group becomes a private global function with attribute ``Primitive=1`` named
 ``fused_<op>_<op>...`` from its operators in order, and the group's bindings become one call
-of it (see `kiln.relax.analysis.outline`). Constant tensors the group reads become parameters,
+of it (see `kiln.relax.outline`). Constant tensors the group reads become parameters,
 except one-element ones (scales, epsilons, exponents): they stay in the body, and the kernel
 reads them as immediates.
 Other bindings (calls of functions, ``call_tir``, tuples) stay as they are; bindings outside
@@ -40,13 +40,13 @@ from kiln.ir.module import IRModule
 from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.block_graph import BlockGraph, Groups
 from kiln.relax.analysis.free_vars import use_counts
-from kiln.relax.analysis.outline import call_bindings, outline
 from kiln.relax.analysis.primitive import PRIMITIVE, fused_name, is_lowerable
 from kiln.relax.analysis.struct_info import static_dims
 from kiln.relax.binding import BindingBlock, DataflowBlock
 from kiln.relax.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.registry import OpDef, find_op_def
+from kiln.relax.outline import call_bindings, outline
 from kiln.relax.struct_info import TensorStructInfo, TupleStructInfo, is_te_ready
 from kiln.topi.tag import Pattern
 

@@ -32,7 +32,6 @@ from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.block_graph import value_vars
-from kiln.relax.analysis.outline import substitute
 from kiln.relax.analysis.primitive import is_lowerable
 from kiln.relax.analysis.struct_info import tir_vars
 from kiln.relax.binding import BindingBlock, DataflowBlock, MatchCast, VarBinding
@@ -48,6 +47,7 @@ from kiln.relax.expr import (
     Var,
 )
 from kiln.relax.op.registry import find_op_def
+from kiln.relax.outline import substitute
 from kiln.relax.struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 
 MEMOIZED = "vm.builtin.call_memoized"

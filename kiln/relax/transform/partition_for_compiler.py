@@ -28,12 +28,12 @@ from kiln.ir.transform import Pass, PassContext
 from kiln.relax.analysis.block_graph import BlockGraph, Groups
 from kiln.relax.analysis.chain_pattern import ChainPattern, match_chains
 from kiln.relax.analysis.free_vars import use_counts
-from kiln.relax.analysis.outline import call_bindings, outline
 from kiln.relax.analysis.primitive import COMPILER, COMPOSITE, PRIMITIVE, is_lowerable
 from kiln.relax.backend.codegen import backend_patterns
 from kiln.relax.binding import BindingBlock, DataflowBlock
 from kiln.relax.expr import Function
 from kiln.relax.expr_functor import ExprMutator
+from kiln.relax.outline import call_bindings, outline
 
 
 class _Partitioner(ExprMutator):

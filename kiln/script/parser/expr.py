@@ -16,6 +16,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from kiln.config import debug_level
 from kiln.errors import KilnError, ScriptError
 from kiln.ir.deep import DeepWalker, descend
 from kiln.ir.dtype import DataType
@@ -526,7 +527,6 @@ class ModuleRef:
 
 def debug_cause(e: BaseException) -> BaseException | None:
     """The cause to chain to an internal error: shown only with ``KILN_DEBUG`` set."""
-    from kiln.config import debug_level
 
     return e if debug_level() else None
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kiln.errors import IRError
 from kiln.ir.dtype import DataType
+from kiln.relax.expr import Expr
 from kiln.relax.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -27,7 +28,7 @@ from kiln.relax.struct_info import (
     as_dim,
 )
 from kiln.script.tir_ns.types import DTypeCtor
-from kiln.tir.expr import PrimExpr
+from kiln.tir.expr import PrimExpr, Var, convert
 
 SymLookup = Callable[[str], PrimExpr]
 
@@ -74,7 +75,6 @@ class TensorSpec(SinfoSpec):
             raise IRError(f"R.Tensor: ndim must be an int >= -1, got {self.ndim!r}")
         if self.shape is None:
             return TensorStructInfo(None, dt, self.ndim)
-        from kiln.relax.expr import Expr
 
         if isinstance(self.shape, Expr):
             return TensorStructInfo(self.shape, dt, self.ndim)
@@ -103,7 +103,6 @@ class PrimSpec(SinfoSpec):
     def resolve(self, sym: SymLookup) -> StructInfo:
         value = sym(self.value) if isinstance(self.value, str) else self.value
         if value is not None and not isinstance(value, PrimExpr):
-            from kiln.tir.expr import convert
 
             value = convert(value, _dtype(self.dtype, "R.Prim") if self.dtype else "int64")
         dt = _dtype(self.dtype, "R.Prim") if self.dtype is not None else None
@@ -191,7 +190,6 @@ def _fresh_lookup() -> SymLookup:
     made: dict[str, PrimExpr] = {}
 
     def lookup(name: str) -> PrimExpr:
-        from kiln.tir.expr import Var
 
         if name not in made:
             made[name] = Var(name, "int64")

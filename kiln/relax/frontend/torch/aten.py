@@ -17,10 +17,12 @@ import numpy as np
 
 from kiln.errors import FrontendError
 from kiln.relax import op as R
-from kiln.relax.expr import Expr, PrimValue, ShapeExpr, TupleGetItem, const
+from kiln.relax.expr import Call, Expr, PrimValue, ShapeExpr, TupleGetItem, const
 from kiln.relax.frontend.common import NodeSpan, ident
+from kiln.relax.op.builtin import call_tir
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import IntImm, PrimExpr
+from kiln.topi.sort import topk_kernel
 
 ATEN: dict[str, Callable[..., Any]] = {}
 
@@ -83,7 +85,6 @@ class TorchCtx:
     def emit(self, e: Expr, k: int = 0) -> Expr:
         from dataclasses import replace
 
-        from kiln.relax.expr import Call
 
         if isinstance(e, Call) and e.span is None:
             e = replace(e, span=self.span)
@@ -307,8 +308,6 @@ def _topk(
 ) -> tuple[Expr, Expr]:
     """``torch.topk``: values and int64 indices in order (`kiln.topi.sort.topk_kernel`; NaN
     counts as the largest value, as in torch)."""
-    from kiln.relax.op.builtin import call_tir
-    from kiln.topi.sort import topk_kernel
 
     x_dims = dims_of(x)
     if any(isinstance(d, PrimExpr) for d in x_dims) or not isinstance(k, int):

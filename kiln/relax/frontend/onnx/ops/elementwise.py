@@ -15,7 +15,7 @@ import numpy as np
 
 from kiln.errors import FrontendError
 from kiln.relax import op as R
-from kiln.relax.expr import Expr
+from kiln.relax.expr import Expr, const
 from kiln.relax.frontend.onnx import values as V
 from kiln.relax.frontend.onnx.ops import Ctx, Node, converter, dtype, ndim
 
@@ -68,7 +68,6 @@ BINARY = {
 
 def scalar(value: float, like: Any) -> Expr:
     """A 0-d constant of ``like``'s dtype."""
-    from kiln.relax.expr import const
 
     return const(np.array(value, dtype=np.dtype(dtype(like))))
 
