@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+import kiln
+
 
 def _kiln(path: str, feed: dict[str, np.ndarray], threads: int) -> Callable[[], Any]:
-    import kiln
-
     model = kiln.load(path)
     args = [feed[p] for p in model._call.params]
     return lambda: model(*args)
@@ -27,6 +27,8 @@ def _kiln(path: str, feed: dict[str, np.ndarray], threads: int) -> Callable[[], 
 def _ort(path: str, feed: dict[str, np.ndarray], threads: int) -> Callable[[], Any]:
     import onnxruntime as ort
 
+    # NOTE: must stay a function-level import, after onnxruntime's: it loads kiln's runtime,
+    # whose OpenMP defaults (`config.apply_openmp_defaults`) must not reach onnxruntime's start
     from kiln.relax.frontend.common import ident
 
     opts = ort.SessionOptions()

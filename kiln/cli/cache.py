@@ -16,12 +16,7 @@ import time
 from collections import Counter
 
 from kiln import config
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``kiln cache`` with the command line's subparsers ``sub``."""
-    c = sub.add_parser("cache", help="show or clear kiln's build cache")
-    c.add_argument("action", choices=["info", "clear"], help="info: what it holds; clear: empty it")
+from kiln.runtime import disk_cache
 
 
 def _size(n: float) -> str:
@@ -37,8 +32,6 @@ def _when(seconds: float) -> str:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from kiln.runtime import disk_cache  # NOTE: here, so that `kiln --help` stays quick
-
     root = disk_cache.cache_root(create=False)
     for name in disk_cache.SUBFOLDERS:
         disk_cache.cache_folder(root / name, create=False)
@@ -61,3 +54,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"oldest:   {_when(oldest.last_used)} ({oldest.stem})")
         print(f"newest:   {_when(newest.last_used)} ({newest.stem})")
     return 0
+
+
+COMMANDS = {"cache": cmd_cache}

@@ -17,6 +17,7 @@ from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
 from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
+from kiln.relax.frontend.common import ident
 from kiln.runtime.profile import ProfileReport
 
 
@@ -170,8 +171,6 @@ def _check_agreement(model: Any, inputs: dict[str, np.ndarray], path: str) -> No
 
 
 def _param_for(name: str, inputs: dict[str, Any]) -> str:
-    from kiln.relax.frontend.common import ident
-
     return name if name in inputs else ident(name, "input")
 
 

@@ -17,11 +17,20 @@ Errors kiln raises on purpose (a bad model, a wrong input) print as one message 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from kiln.cli import cache as cache_cli
-from kiln.cli import opt as opt_cli
 from kiln.errors import KilnError
+
+VERBS = {
+    "compile": "kiln.cli.commands",
+    "run": "kiln.cli.commands",
+    "bench": "kiln.cli.commands",
+    "profile": "kiln.cli.commands",
+    "cache": "kiln.cli.cache",
+    "opt": "kiln.cli.opt",
+}
+"""Each verb's module: its ``COMMANDS`` table maps the verb to the function that runs it."""
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -36,6 +45,33 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         metavar="NAME=D0,D1,...",
         help="an input's shape (overrides the model's; repeatable)",
     )
+
+
+def _add_cache_parser(sub: argparse._SubParsersAction) -> None:
+    """``kiln cache``: see `kiln.cli.cache`."""
+    c = sub.add_parser("cache", help="show or clear kiln's build cache")
+    c.add_argument("action", choices=["info", "clear"], help="info: what it holds; clear: empty it")
+
+
+def _add_opt_parser(sub: argparse._SubParsersAction) -> None:
+    """``kiln opt``: see `kiln.cli.opt`."""
+    o = sub.add_parser("opt", help="run named passes on a module, print it as script")
+    o.add_argument("file", nargs="?", help="an @I.ir_module script (.py) or an .onnx model")
+    o.add_argument("-p", "--passes", metavar="A,B,...",
+                   help="the passes to run, in order, comma-separated (see --list)")  # fmt: skip
+    o.add_argument("--list", action="store_true", help="list every pass and exit")
+    o.add_argument("-o", "--output", help="write the script here instead of to stdout")
+    o.add_argument("--print-after-all", action="store_true",
+                   help="print the module after each pass to stderr")  # fmt: skip
+    o.add_argument("--time-passes", action="store_true",
+                   help="print the time of each pass to stderr")  # fmt: skip
+    o.add_argument("--disable", action="append", default=[], metavar="NAME",
+                   help="skip this pass where it is listed (repeatable)")  # fmt: skip
+    o.add_argument("--target", default="c", help="for passes that take a target (default: c)")
+    o.add_argument("--module-name", default="default",
+                   help="lower-te: the prefix of kernel names (default: default)")  # fmt: skip
+    o.add_argument("--compiler", default="dnnl",
+                   help="partition-for-compiler: the external codegen (default: dnnl)")  # fmt: skip
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,21 +103,16 @@ def parser() -> argparse.ArgumentParser:
                    help="the memory bandwidth (GB/s), with --peak-gflops")  # fmt: skip
     p.add_argument("--repeat", type=int, default=5, metavar="N",
                    help="profiled calls; each time is the median of them (default 5)")  # fmt: skip
-    cache_cli.add_parser(sub)
-    opt_cli.add_parser(sub)
+    _add_cache_parser(sub)
+    _add_opt_parser(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command == "cache":  # NOTE: needs neither the compiler nor numpy
-        handler = cache_cli.cmd_cache
-    elif args.command == "opt":
-        handler = opt_cli.cmd_opt
-    else:
-        from kiln.cli import commands
-
-        handler = commands.COMMANDS[args.command]
+    # NOTE: the verb's module is imported on dispatch, and only it: `kiln --help` loads no
+    # command, `kiln cache` no compiler (kiln.cli.commands and kiln.cli.opt load all of it)
+    handler = importlib.import_module(VERBS[args.command]).COMMANDS[args.command]
     try:
         return handler(args)
     except KilnError as e:

@@ -20,35 +20,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kiln.driver import passes as registry
 from kiln.errors import KilnError
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``kiln opt`` with the command line's subparsers ``sub``."""
-    o = sub.add_parser("opt", help="run named passes on a module, print it as script")
-    o.add_argument("file", nargs="?", help="an @I.ir_module script (.py) or an .onnx model")
-    o.add_argument("-p", "--passes", metavar="A,B,...",
-                   help="the passes to run, in order, comma-separated (see --list)")  # fmt: skip
-    o.add_argument("--list", action="store_true", help="list every pass and exit")
-    o.add_argument("-o", "--output", help="write the script here instead of to stdout")
-    o.add_argument("--print-after-all", action="store_true",
-                   help="print the module after each pass to stderr")  # fmt: skip
-    o.add_argument("--time-passes", action="store_true",
-                   help="print the time of each pass to stderr")  # fmt: skip
-    o.add_argument("--disable", action="append", default=[], metavar="NAME",
-                   help="skip this pass where it is listed (repeatable)")  # fmt: skip
-    o.add_argument("--target", default="c", help="for passes that take a target (default: c)")
-    o.add_argument("--module-name", default="default",
-                   help="lower-te: the prefix of kernel names (default: default)")  # fmt: skip
-    o.add_argument("--compiler", default="dnnl",
-                   help="partition-for-compiler: the external codegen (default: dnnl)")  # fmt: skip
+from kiln.ir.function import BaseFunc
+from kiln.ir.module import IRModule
+from kiln.ir.transform import PrintAfterPass, Sequential, TimePasses
+from kiln.relax.frontend.onnx import from_onnx
+from kiln.relax.function_pass import debug_pass_context
+from kiln.script import from_source
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
-    # NOTE: imported here, so that `kiln --help` and `kiln cache` stay quick
-    from kiln.driver import passes as registry
-    from kiln.ir.transform import Sequential
-
     if args.list:
         print(_listing(registry))
         return 0
@@ -80,15 +62,9 @@ def read_module(path: str) -> Any:
     if not file.is_file():
         raise KilnError(f"no such file: {path}")
     if file.suffix == ".onnx":
-        from kiln.relax.frontend.onnx import from_onnx
-
         return from_onnx(str(file))
     if file.suffix != ".py":
         raise KilnError(f"{path}: expected a .py script (@I.ir_module) or an .onnx model")
-    from kiln.ir.function import BaseFunc
-    from kiln.ir.module import IRModule
-    from kiln.script import from_source
-
     parsed = from_source(file.read_text(), str(file))
     if isinstance(parsed, BaseFunc):
         name = parsed.get_attr("global_symbol") or "main"
@@ -97,15 +73,11 @@ def read_module(path: str) -> Any:
 
 
 def _context(disabled: frozenset[str]) -> Any:
-    from kiln.relax.function_pass import debug_pass_context
-
     return debug_pass_context(disabled=disabled)
 
 
 def _instruments(ctx: Any, args: argparse.Namespace, names: frozenset[str]) -> Any:
     """Adds the instruments ``args`` ask for to ``ctx``; returns the timer, if any."""
-    from kiln.ir.transform import PrintAfterPass, TimePasses
-
     if args.print_after_all:
         # NOTE: naming the passes prints the whole module after each, not only what changed
         ctx.instruments.append(PrintAfterPass(stream=sys.stderr, passes=names))
@@ -138,3 +110,6 @@ def _listing(registry: Any) -> str:
         uses = f" [{flags}]" if flags else ""
         lines.append(f"{entry.name:<34}{entry.level:<7}{entry.summary}{uses}")
     return "\n".join(lines)
+
+
+COMMANDS = {"opt": cmd_opt}
