@@ -33,6 +33,7 @@ import kiln
 from kiln import config
 from kiln.examples import kernels
 from kiln.examples.models import MLP, mlp_reference, mlp_weights
+from kiln.examples.models.cnn_onnx import cnn_onnx_model
 from kiln.runtime.disk_cache import cache_folder
 
 
@@ -83,8 +84,6 @@ def run_onnx(repeat: int, out_dir: Path) -> None:
     try:
         import onnx
         import onnxruntime as ort
-
-        from kiln.examples.models.cnn_onnx import cnn_onnx_model
     except ImportError as e:
         print(f"\nONNX step skipped: {e.name} is not installed (pip install 'kiln[onnx]')")
         return
