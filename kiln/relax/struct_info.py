@@ -23,6 +23,7 @@ from kiln.errors import IRError
 from kiln.ir.dtype import DataType
 from kiln.ir.node import Node
 from kiln.ir.span import Span
+from kiln.ir.structural import structural_equal
 from kiln.tir.expr import IntImm, PrimExpr, convert
 
 if TYPE_CHECKING:
@@ -77,7 +78,6 @@ class StructInfo(Node):
 
     def same_as(self, other: Any) -> bool:
         """Structural equality (symbolic vars compared by identity)."""
-        from kiln.ir.structural import structural_equal
 
         return structural_equal(self, other, map_free_vars=False)
 
@@ -149,6 +149,8 @@ class TensorStructInfo(StructInfo):
     _def_fields: ClassVar[tuple[str, ...]] = ("shape",)
 
     def __post_init__(self) -> None:
+        # NOTE: expressions carry struct info and a tensor's struct info carries a shape
+        # expression: one of the two modules imports the other when it is first used
         from kiln.relax.expr import ShapeExpr, Var
 
         if not isinstance(self.dtype, DataType):

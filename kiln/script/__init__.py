@@ -16,9 +16,11 @@ from kiln.ir.node import register_printer
 from kiln.script import ir, relax, tir
 from kiln.script.metadata import load_metadata, save_metadata
 from kiln.script.parser import from_source
+from kiln.script.parser.entry import register_namespaces
 from kiln.script.printer import script
 
 register_printer(script)
+register_namespaces(T=tir, I=ir, R=relax)
 parse = from_source
 
 ir_module = ir.ir_module

@@ -1,7 +1,9 @@
 """Backends of the graph level: lowering primitive functions through TE (`te_compiler`, with
 per-target computes in `strategy`) and external code generators (`codegen`: the registry;
-`dnnl`: oneDNN, loaded on first use)."""
+`dnnl`: oneDNN, registered when this package loads; the library itself is found when a
+partition is compiled)."""
 
+from kiln.relax.backend import dnnl  # noqa: F401  (registers the "dnnl" codegen)
 from kiln.relax.backend.codegen import (
     EXTERNAL_MODS,
     CSource,

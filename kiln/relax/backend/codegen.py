@@ -90,26 +90,17 @@ def register_patterns(name: str, patterns: Callable[[], list[Any]]) -> None:
 
 def backend_patterns(name: str) -> list[Any] | None:
     """The partition patterns of backend ``name`` (None when it registers none)."""
-    if name not in _PATTERNS:
-        _load_builtin(name)
     provider = _PATTERNS.get(name)
     return provider() if provider is not None else None
 
 
 def get_codegen(name: str) -> Codegen | None:
     """The codegen registered as ``name``, or None."""
-    if name not in _CODEGENS:
-        _load_builtin(name)
     return _CODEGENS.get(name)
 
 
 def list_codegens() -> list[str]:
     return sorted(_CODEGENS)
-
-
-def _load_builtin(name: str) -> None:
-    if name == "dnnl":
-        import kiln.relax.backend.dnnl  # noqa: F401  (registers itself)
 
 
 def linked_source(main: str, externals: Sequence[ExternalSource]) -> tuple[str, tuple[str, ...]]:

@@ -21,9 +21,10 @@ from typing import Any
 
 from kiln.errors import IRError, IRValueError
 from kiln.ir.dtype import DataType
+from kiln.ir.function import GlobalVar
 from kiln.ir.node import Attrs
 from kiln.relax.analysis.struct_info import Fit, dims_fit, simplify_dim
-from kiln.relax.expr import Call, Expr, PrimValue, ShapeExpr, Var
+from kiln.relax.expr import Call, Expr, PrimValue, ShapeExpr, Tuple, Var, const
 from kiln.relax.struct_info import (
     INT64,
     ObjectStructInfo,
@@ -269,8 +270,6 @@ def int_list(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
 
 def as_expr(value: Any) -> Expr:
     """A relax expression from a relax expression or a Python/numpy value (a constant)."""
-    from kiln.ir.function import GlobalVar
-    from kiln.relax.expr import Tuple, const
 
     if isinstance(value, (Expr, GlobalVar)):
         return value  # type: ignore[return-value]

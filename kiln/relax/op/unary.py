@@ -19,6 +19,7 @@ from kiln.relax.op.common import (
     as_expr,
     attrs,
     check_arity,
+    fail,
     plain,
     require_bool,
     require_float,
@@ -138,7 +139,6 @@ def astype(x: Expr, dtype: str | DataType) -> Call:
 
 
 def _bitwise_not(x: Any) -> Any:
-    from kiln.topi.elemwise import unary
 
     return unary("bitwise_not", x, lambda v: ~v, None, floats=False)
 
@@ -147,8 +147,6 @@ def _infer_int_unary(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 1)
     x = tensor_sinfo(call, 0, "the operand")
     if not x.dtype.is_void and not x.dtype.is_integer:
-        from kiln.relax.op.common import fail
-
         raise fail(call, f"needs an integer tensor, got dtype {x.dtype}")
     return x
 

@@ -40,6 +40,7 @@ from kiln.relax.expr import (
 from kiln.relax.expr_functor import ExprMutator
 from kiln.relax.op.common import describe
 from kiln.relax.pattern.language import Rule
+from kiln.relax.transform.dead_code_elimination import remove_unused_bindings
 
 MAX_STEPS = 64
 """Replacements at one binding before the rules are judged to loop (a rule undoing another)."""
@@ -195,7 +196,6 @@ def rewrite_function(
     """``func`` with ``rules`` applied (the same object when none applied)."""
     # NOTE: imported on use: `kiln.relax.transform` imports the passes built on this package,
     # so a module-level import of one of its modules would be circular.
-    from kiln.relax.transform.dead_code_elimination import remove_unused_bindings
 
     new = _Rewriter(mod, rules).visit(func)
     if new is func:

@@ -246,6 +246,16 @@ def ir_module(cls: Any = None, *, check_well_formed: bool = True) -> Any:
 ir_module.kiln_ir_module_options = ModuleOptions()  # type: ignore[attr-defined]
 
 
+NAMESPACES: dict[str, Any] = {}
+"""What a script's ``T``, ``I`` and ``R`` are: the namespaces `kiln.script` registers when it
+loads (`register_namespaces`; they import this parser, so it cannot import them)."""
+
+
+def register_namespaces(**namespaces: Any) -> None:
+    """Set the names every parsed script has predefined (``T=tir, I=ir, R=relax``)."""
+    NAMESPACES.update(namespaces)
+
+
 @entry_point
 def from_source(
     text: str,
@@ -265,14 +275,10 @@ def from_source(
     ``partial=True`` reads a module that calls functions it does not define (what
     ``KILN_DEBUG=2`` prints after a pass: the functions it changed), unchecked.
     """
-    from kiln.script import ir as ir_ns
-    from kiln.script import relax as relax_ns
-    from kiln.script import tir as tir_ns
-
     src = source_from_text(text, source_name)
     module_env: dict[str, Any] = {}
     table = MetadataTable(metadata)
-    predefined = {"T": tir_ns, "I": ir_ns, "R": relax_ns, METADATA_NAME: table}
+    predefined = {**NAMESPACES, METADATA_NAME: table}
     env = [module_env, dict(extra_vars or {}), predefined]
     ev = ExprEvaluator(src, env)
     results: list[IRModule | BaseFunc] = []

@@ -20,7 +20,7 @@ import numpy as np
 from kiln import relax
 from kiln.errors import FrontendError, InputNeededAtCompileTimeError
 from kiln.relax.frontend.common import ident
-from kiln.relax.frontend.onnx.importer import from_onnx, load_model
+from kiln.relax.frontend.onnx.importer import MAX_OPSET, from_onnx, load_model
 
 try:  # NOTE: onnx is optional; without it the module still imports (for documentation tools)
     from onnx.backend.base import Backend, BackendRep
@@ -159,7 +159,6 @@ def node_model(node: Any, inputs: Sequence[Any], opset: int | None = None) -> An
         infos.append(helper.make_tensor_value_info(name, elem, a.shape))
     outs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
     graph = helper.make_graph([node], ident(node.op_type or "node"), infos, outs)
-    from kiln.relax.frontend.onnx.importer import MAX_OPSET
 
     version = opset or min(MAX_OPSET, _default_opset())
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])

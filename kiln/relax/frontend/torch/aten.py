@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -83,8 +84,6 @@ class TorchCtx:
         return dtype_name(val.dtype)
 
     def emit(self, e: Expr, k: int = 0) -> Expr:
-        from dataclasses import replace
-
 
         if isinstance(e, Call) and e.span is None:
             e = replace(e, span=self.span)
