@@ -94,8 +94,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # NOTE: the one upward import of this layer, by the names TVM users expect here
-    # (tests/test_layers.py allows exactly these two).
+    # NOTE: this package is a facade in the top row of the layer table (tests/test_layers.py):
+    # it offers the driver's build and the VM's code generation under the names TVM users
+    # expect here, loaded on first use so that `import kiln.relax` stays cheap.
     if name == "build":
         from kiln.driver.relax_build import build
 
