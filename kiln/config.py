@@ -6,7 +6,8 @@
   level: ``1,time``) prints where a compile's time went, per phase and per pass, to stderr
   (`kiln.driver.timing`); unlike the levels it keeps the model cache on. What 2 prints: after
   each graph-level pass, the functions it changed (a pass that changed nothing prints one line);
-  the TIR passes of each compile unit print at 3, or at 2 when `KILN_PRINT_AFTER` names them.
+  the TIR passes of a model's compile units print at 3, or at 2 when `KILN_PRINT_AFTER` names
+  them (a kernel built alone, ``kiln.build``, prints its TIR passes at 2).
   Constants above a few elements print as references into a metadata section (`kiln.script`).
 - `KILN_PRINT_AFTER`: comma-separated pass names (``fuse-ops,lower-te``; `kiln opt --list` lists
   them): with `KILN_DEBUG` 2 or 3, print only after these passes, each time the whole module

@@ -43,9 +43,12 @@ def lower(
     *,
     pipeline: Sequence[Pass] | None = None,
     instruments: Sequence[PassInstrument] = (),
+    print_from: int = 2,
 ) -> IRModule:
     """Verify ``obj`` and run the TIR pipeline for ``target`` (with ``instruments`` besides
-    those of ``KILN_DEBUG``); returns the lowered module."""
+    those of ``KILN_DEBUG``); returns the lowered module. The module prints after each pass
+    from ``KILN_DEBUG=print_from`` on (a model's compile units pass 3: at 2 a model prints its
+    graph-level passes only)."""
     mod = as_module(obj)
     tgt = build_target(target)
     cfg = config.load()
@@ -53,7 +56,7 @@ def lower(
     ctx = PassContext.for_debug_level(
         cfg.debug,
         verify=verify_well_formed,
-        print_from=3,
+        print_from=print_from,
         print_after=cfg.print_after,
         print_funcs=cfg.print_funcs,
     )

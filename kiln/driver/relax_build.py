@@ -132,7 +132,7 @@ def build_library(
         parts = pack_units(IRModule(plan.compile), UNITS_PER_CPU * jobs)
         for part in [*pack_units(IRModule(plan.own), 1), *parts]:
             with clock.phase("tir: (verify, split)"):
-                lowered = lower(part, target, instruments=tir_passes)
+                lowered = lower(part, target, instruments=tir_passes, print_from=3)
             with clock.phase("c codegen"):
                 units.append(generate_unit(lowered))
             yield units[-1].source
