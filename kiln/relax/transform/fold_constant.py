@@ -6,19 +6,26 @@ argument is a `Constant` (directly, or a variable folded before: chains fold in 
 every other argument is a constant (shapes, prim values, strings) and the result is one tensor
 of known shape and a numpy dtype. Its value is computed
 
-- in numpy for the operators that only move elements (``layout_transform``, ``permute_dims``,
-  ``reshape``, ``expand_dims``, ``squeeze``, ``flatten``): exactly the values a kernel gives;
+- in numpy where that is exact (`EXACT`): the operators that only move elements
+  (``layout_transform``, ``permute_dims``, ``reshape``, ``expand_dims``, ``squeeze``,
+  ``flatten``, ``broadcast_to``, ``concat``, ``full``; ``take`` and ``gather_elements`` with
+  indices in range), ``add``, ``subtract``, ``multiply`` and ``divide`` of float32/float64
+  tensors (one correctly rounded IEEE operation per element, in C as in numpy) and ``astype``
+  between those, integer and bool dtypes except float to integer (C leaves out-of-range values
+  undefined): the values a kernel gives, without compiling one (a weight's ``Transpose`` or
+  ``DequantizeLinear`` from ONNX, an embedding row picked by constant ids);
 - otherwise through the kernel kiln would run for it (the CPU compute `LowerTE` picks and its
   default schedule, compiled for the host by the pass's ``build``), so a folded value is the
   value the model would have computed at run time. Without ``build`` only the numpy operators
   fold.
 
 The binding goes and every use of ``v`` reads the `Constant`. Creation operators without a
-tensor argument (``zeros``, ``full``) and results more than `MAX_GROWTH` times the size of their
-constant inputs (above `SMALL_BYTES`; a bias broadcast to a feature map) are left to run time:
-folding them would only make the executable bigger. Weight layouts chosen by `AlterOpLayout`
-(``layout_transform`` of a constant weight) are the main client: packed once, here, never per
-call.
+tensor argument (``zeros``, ``arange``) and results of more than `MAX_GROWTH` times the elements
+of their constant inputs (above `SMALL_BYTES`; a bias broadcast to a feature map) are left to
+run time: folding them would only make the executable bigger. Growth counts elements, not
+bytes: a widening cast of a weight (int8 to float32) is the weight the kernels read, folded
+once. Weight layouts chosen by `AlterOpLayout` (``layout_transform`` of a constant weight) are
+the main client: packed once, here, never per call.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from kiln.tir.function import PrimFunc
 from kiln.topi.layout import transform_array
 
 MAX_GROWTH = 2
-"""A folded result may be at most this many times the bytes of its constant inputs..."""
+"""A folded result may have at most this many times the elements of its constant inputs..."""
 
 SMALL_BYTES = 1 << 16
 """...unless it is at most this big."""
@@ -72,7 +79,52 @@ def _shape(call: Call) -> tuple[int, ...]:
     return tuple(int(d.value) for d in sinfo.dims)  # type: ignore[attr-defined]
 
 
-EXACT: dict[str, Callable[[Call, list[np.ndarray]], np.ndarray]] = {
+_IEEE = ("float32", "float64")
+_CASTS = (*_IEEE, "bool", *(f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)))
+
+
+def _arith(fn: Callable[[Any, Any], Any]) -> Callable[[Call, list[np.ndarray]], Any]:
+    def run(call: Call, a: list[np.ndarray]) -> np.ndarray | None:
+        if any(str(x.dtype) not in _IEEE or x.dtype != a[0].dtype for x in a):
+            return None  # NOTE: integer wrap-around and storage floats: the kernel decides
+        return fn(a[0], a[1])
+
+    return run
+
+
+def _astype(call: Call, a: list[np.ndarray]) -> np.ndarray | None:
+    src, dst = a[0].dtype, np.dtype(call.attrs["dtype"])
+    if str(src) not in _CASTS or str(dst) not in _CASTS or src.kind == "f" and dst.kind in "iu":
+        return None
+    return a[0].astype(dst)
+
+
+def _take(call: Call, a: list[np.ndarray]) -> np.ndarray | None:
+    x, idx = a
+    axis = call.attrs.get("axis")
+    n = x.size if axis is None else x.shape[axis]
+    lo = -n if call.attrs.get("mode") == "raise" else 0  # NOTE: other modes: in-range only
+    if idx.size and (idx.min() < lo or idx.max() >= n):
+        return None  # the kernel's out-of-range behaviour (an error when the model runs)
+    return np.take(x, idx, axis=axis)
+
+
+def _gather_elements(call: Call, a: list[np.ndarray]) -> np.ndarray | None:
+    x, idx = a
+    n = x.shape[call.attrs["axis"]]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        return None
+    return np.take_along_axis(x, idx.astype(np.int64), call.attrs["axis"])
+
+
+def _full(call: Call, a: list[np.ndarray]) -> np.ndarray | None:
+    value, dst = a[0], np.dtype(str(call.struct_info_.dtype))  # type: ignore[attr-defined]
+    if value.dtype.kind == "f" and dst.kind in "iub":
+        return None
+    return np.full(_shape(call), value, dtype=dst)
+
+
+EXACT: dict[str, Callable[[Call, list[np.ndarray]], np.ndarray | None]] = {
     "relax.layout_transform": lambda c, a: transform_array(
         a[0], c.attrs["src_layout"], c.attrs["dst_layout"]
     ),
@@ -81,8 +133,18 @@ EXACT: dict[str, Callable[[Call, list[np.ndarray]], np.ndarray]] = {
     "relax.expand_dims": lambda c, a: a[0].reshape(_shape(c)),
     "relax.squeeze": lambda c, a: a[0].reshape(_shape(c)),
     "relax.flatten": lambda c, a: a[0].reshape(_shape(c)),
+    "relax.broadcast_to": lambda c, a: np.broadcast_to(a[0], _shape(c)),
+    "relax.concat": lambda c, a: np.concatenate(a, axis=c.attrs["axis"]),
+    "relax.take": _take,
+    "relax.gather_elements": _gather_elements,
+    "relax.full": _full,
+    "relax.astype": _astype,
+    "relax.add": _arith(np.add),
+    "relax.subtract": _arith(np.subtract),
+    "relax.multiply": _arith(np.multiply),
+    "relax.divide": _arith(np.divide),
 }
-"""Operators folded in numpy: they move elements and compute nothing."""
+"""Operators folded in numpy where that is exact (None: not for these dtypes, run the kernel)."""
 
 
 def _numpy_dtype(sinfo: Any) -> np.dtype | None:
@@ -146,18 +208,18 @@ class _Folder(ExprMutator):
         consts = [c for x in leaves for c in x or ()]
         if not consts:
             return None
-        out_bytes = int(np.prod(_shape(call))) * dtype.itemsize
-        in_bytes = sum(c.data.nbytes for c in consts)
-        if out_bytes > max(MAX_GROWTH * in_bytes, SMALL_BYTES):
+        out_size = int(np.prod(_shape(call)))
+        in_size = sum(c.data.size for c in consts)
+        if out_size > MAX_GROWTH * in_size and out_size * dtype.itemsize > SMALL_BYTES:
             return None
         exact = EXACT.get(rec.name)
-        if exact is not None:
-            value = exact(call, [c.data for c in consts])
-        elif self.build is not None and all(c.data.dtype.kind != "b" for c in consts):
+        value = exact(call, [c.data for c in consts]) if exact is not None else None
+        if value is None:
+            if self.build is None or any(c.data.dtype.kind == "b" for c in consts):
+                return None
             value = self.run_kernel(rec, call, dtype)
-        else:
-            return None
-        return Constant(np.ascontiguousarray(value, dtype=dtype))
+        # NOTE: asarray keeps a 0-d result 0-d (ascontiguousarray makes it 1-d)
+        return Constant(np.asarray(value, dtype=dtype, order="C"))
 
     def run_kernel(self, rec: OpDef, call: Call, dtype: np.dtype) -> np.ndarray:
         """``call`` computed by the host kernel of its CPU compute."""

@@ -8,11 +8,13 @@ Invariants of the result:
 - ``main``'s parameters are the graph inputs that are not initializers, in order, named after
   them (made identifiers: ``input.1`` becomes ``input_1``); a ``dim_param`` becomes one symbolic
   ``tir.Var`` shared by every input that names it, an unnamed dynamic dim a fresh one.
-- Initializers and ``Constant`` nodes are numpy values at import time; a node whose inputs are
-  all known at import time is evaluated then (ONNX's reference evaluator), so ``Constant``,
-  ``Identity``, ``Dropout``, ``Cast`` chains and static shape subgraphs leave nothing behind.
-  Shape values that depend on symbolic dims are kept as arrays of `tir` expressions (`values`)
-  and become run-time computations only where a tensor is needed.
+- Initializers and ``Constant`` nodes are numpy values at import time. Of the nodes whose
+  inputs are all known then, only what converters need to know to build shapes is evaluated
+  (shape subgraphs, small integer arithmetic; the rule is `values.fold`'s); float math on
+  constants (a weight's ``Transpose`` or ``DequantizeLinear``) becomes graph ops, folded by
+  the pipeline's `FoldConstant` as for any other frontend. Shape values that depend on
+  symbolic dims are kept as arrays of `tir` expressions (`values`) and become run-time
+  computations only where a tensor is needed.
 - Every call a node becomes carries a `NodeSpan` naming it; its outputs are bound to variables
   named after the node's outputs.
 - A model file's external data is read from the file's folder, never the working directory, and
@@ -120,6 +122,7 @@ class GraphImporter:
     unsupported: dict[str, list[str]] = field(default_factory=dict)
     input_names: dict[int, str] = field(default_factory=dict)
     bound: set[str] = field(default_factory=set)
+    read_as_values: set[str] = field(default_factory=set)
 
     def params(
         self, shape_dict: Mapping[str, Any], dtype_dict: Any, bind: Mapping[str, Any]
@@ -174,6 +177,7 @@ class GraphImporter:
 
     def run(self, params: list[Var]) -> IRModule:
         graph = self.model.graph
+        self.read_as_values = V.read_as_values(graph.node)
         with self.bb.function("main", params):
             with self.bb.dataflow():
                 for i, node in enumerate(graph.node):
@@ -199,11 +203,12 @@ class GraphImporter:
         missing = [n for n, v in zip(node.inputs, ins) if v is V.MISSING]
         if missing:
             raise FrontendError(f"{self._who(node)}: input {missing[0]!r} is produced by no node")
+        conv = CONVERTERS.get(node.op_type) if node.domain in DOMAINS else None
+        wanted = conv is None or any(o in self.read_as_values for o in node.outputs)
         # NOTE: a node reading a bound input is converted, not folded: kiln computes it
         bound = any(n in self.bound for n in node.inputs)
-        outs = None if bound else V.fold(node, ins, self.opset)
+        outs = None if bound else V.fold(node, ins, self.opset, wanted)
         if outs is None:
-            conv = CONVERTERS.get(node.op_type) if node.domain in DOMAINS else None
             if conv is None:
                 key = node.op_type if node.domain in DOMAINS else f"{node.domain}.{node.op_type}"
                 self.unsupported.setdefault(key, []).append(node.name or f"#{node.index}")

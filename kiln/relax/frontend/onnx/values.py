@@ -2,14 +2,31 @@
 
 A value is one of:
 
-- a numeric ``np.ndarray``: known at import time (initializers, constants, folded subgraphs);
+- a numeric ``np.ndarray``: known at import time (initializers, constants, folded shape values);
 - an ``np.ndarray`` of ``dtype=object`` holding Python ints and int64 `tir` expressions: a shape
   value that depends on symbolic dims (``Shape`` of a tensor of shape ``(n, 4)`` is
   ``[n, 4]``); the shape-subgraph operators (`SYM_FOLDERS`) compute on these at import time;
 - a relax expression (a bound `Var`): computed at run time.
 
-`fold` evaluates a node whose inputs are all numeric arrays with ONNX's reference evaluator
-(``onnx.reference``), so constant subgraphs never reach the compiled model.
+The importer evaluates a node at import time (`fold`) only where a converter needs to know a
+value to build shapes; the graph pass `FoldConstant` folds everything else, so an ONNX model and
+a torch model get the same folding, with the values of kiln's own kernels. A node whose inputs
+are all numeric arrays is evaluated when
+
+1. its output is *read as a value*: an input a converter reads at import time (`VALUE_INPUTS`:
+   Reshape's shape, Slice's bounds, Resize's scales, ...) or one such a value is computed from
+   (`read_as_values`; ``Shape`` and ``Size`` read only their input's shape, so the chain stops
+   there) -- float scale arithmetic for a Resize included;
+2. or it is integer arithmetic on small tensors: no float input, one of the shape operators
+   (`SYM_FOLDERS`), and integer or bool results of at most `SMALL_INTS` elements (index and
+   shape bookkeeping a graph op would only carry to `FoldConstant`);
+3. or kiln has no converter for it (the graph could not hold it; ONNX's evaluation is the only
+   way to import it);
+
+and ``Constant`` nodes are their value. Float computations on constants (a weight's
+``Transpose``, ``DequantizeLinear``, a product of initializers) become graph ops. The shape
+operators evaluate in numpy (`SYM_FOLDERS`, the same code as for symbolic shape values); other
+operators of cases 1 and 3 use ONNX's reference evaluator (``onnx.reference``).
 """
 
 from __future__ import annotations
@@ -71,22 +88,121 @@ def is_const(v: Any) -> bool:
     return isinstance(v, np.ndarray) and v.dtype != object
 
 
-def fold(node: Any, ins: list[Any], opset: int) -> list[np.ndarray] | None:
-    """The outputs of ``node`` if every input is a numeric array (else None)."""
+SMALL_INTS = 1024
+"""Integer and bool results up to this many elements are evaluated at import time (case 2)."""
+
+_REDUCTIONS = ("Sum", "Mean", "Max", "Min", "Prod", "L1", "L2", "SumSquare", "LogSum", "LogSumExp")
+VALUE_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,),
+    "Expand": (1,),
+    "ConstantOfShape": (0,),
+    "Range": (0, 1, 2),
+    "Slice": (1, 2, 3, 4),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "Split": (1,),
+    "Tile": (1,),
+    "Trilu": (1,),
+    "Pad": (1, 2, 3),
+    "OneHot": (1, 2),
+    "Dropout": (1, 2),
+    "Resize": (1, 2, 3),
+    "Upsample": (1,),
+    "TopK": (1,),
+    "CumSum": (1,),
+    "CumProd": (1,),
+    **{f"Reduce{r}": (1,) for r in _REDUCTIONS},
+}
+"""The inputs each converter reads as values at import time (`Ctx.const`, `Ctx.ints`,
+``shape_input``, ``axes_of``), by ONNX op type and input index.
+
+NOTE: a converter that starts reading an input at import time is listed here, or a value
+computed from float constants reaches it as a graph op and it refuses the model."""
+
+SHAPE_ONLY: dict[str, tuple[int, ...]] = {"Shape": (0,), "Size": (0,), "CastLike": (1,)}
+"""Inputs whose shape or dtype, not values, a converter reads: what they are computed from is
+not read as a value."""
+
+
+def read_as_values(nodes: Any) -> set[str]:
+    """The tensor names whose values are read at import time (`VALUE_INPUTS`) and every name
+    they are computed from, up to ``Shape``-like reads (`SHAPE_ONLY`). ``nodes`` are ONNX
+    nodes in graph order (topological, so one backward sweep sees every reader first)."""
+    wanted: set[str] = set()
+    for node in reversed(list(nodes)):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        names = list(node.input)
+        reads = [names[i] for i in VALUE_INPUTS.get(node.op_type, ()) if i < len(names)]
+        if any(o in wanted for o in node.output):
+            skip = SHAPE_ONLY.get(node.op_type, ())
+            reads += [n for i, n in enumerate(names) if i not in skip]
+        wanted.update(n for n in reads if n)
+    return wanted
+
+
+def fold(node: Any, ins: list[Any], opset: int, wanted: bool) -> list[np.ndarray] | None:
+    """The outputs of ``node`` evaluated at import time, or None where its converter builds
+    graph ops (the rule is in the module docstring; ``wanted``: its outputs are read as values,
+    or it has no converter)."""
     if node.op_type in _RANDOM or node.op_type in _CONTROL or node.domain not in ("", "ai.onnx"):
         return None
+    if node.op_type == "Constant":
+        return _constant(node, opset)
     present = [v for v in ins if v is not None]
     if not all(is_const(v) for v in present):
         sym = SYM_FOLDERS.get(node.op_type)
         if sym is not None and all(is_known(v) for v in present) and present:
             try:
                 return sym(node, ins)
-            except (_CannotFold, TypeError, ValueError, IndexError, AttributeError):
+            except _SYM_ERRORS:
                 return None  # NOTE: the converter computes it at run time instead
         return None
-    if any(np.asarray(v).dtype.kind not in "biuf" for v in present):
+    kinds = {np.asarray(v).dtype.kind for v in present}
+    if not kinds <= set("biuf"):
         return None
-    return _reference(node, ins, opset)
+    if wanted:
+        return _numeric(node, ins) or _reference(node, ins, opset)
+    if "f" in kinds or any(v.size > SMALL_INTS for v in present):
+        return None
+    outs = _numeric(node, ins)
+    if outs is None or any(o.dtype.kind not in "biu" or o.size > SMALL_INTS for o in outs):
+        return None
+    return outs
+
+
+def _constant(node: Any, opset: int) -> list[np.ndarray] | None:
+    """A ``Constant`` node's value (from whichever attribute holds it)."""
+    a = node.attrs
+    for name, dt in (("value_float", "float32"), ("value_floats", "float32")):
+        if name in a:
+            return [np.array(a[name], dt)]
+    for name in ("value_int", "value_ints"):
+        if name in a:
+            return [np.array(a[name], "int64")]
+    if isinstance(a.get("value"), np.ndarray):
+        return [a["value"]]
+    return _reference(node, [], opset)  # a sparse value (or a string: refused there)
+
+
+def _numeric(node: Any, ins: list[Any]) -> list[np.ndarray] | None:
+    """A shape operator (`SYM_FOLDERS`) on numeric integer arrays, in the inputs' dtype; None
+    for other operators and for inputs it does not compute on (floats, bool data)."""
+    sym = SYM_FOLDERS.get(node.op_type)
+    present = [v for v in ins if v is not None]
+    if sym is None or any(v.dtype.kind == "f" for v in present):
+        return None
+    try:
+        outs = sym(node, ins)
+    except _SYM_ERRORS:
+        return None
+    if node.op_type == "Cast":
+        import onnx
+
+        dt = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
+    else:
+        dt = np.result_type(*present[1:]) if node.op_type == "Where" else present[0].dtype
+    return [o if o.dtype == np.bool_ else o.astype(dt) for o in outs]
 
 
 def _reference(node: Any, ins: list[Any], opset: int) -> list[np.ndarray] | None:
@@ -106,6 +222,9 @@ def _reference(node: Any, ins: list[Any], opset: int) -> list[np.ndarray] | None
 # -- symbolic shape values ---------------------------------------------------------------------
 class _CannotFold(Exception):
     """The symbolic arrays do not allow import-time evaluation; compute at run time."""
+
+
+_SYM_ERRORS = (_CannotFold, TypeError, ValueError, IndexError, AttributeError, OverflowError)
 
 
 def sym_array(dims: Any) -> np.ndarray:
