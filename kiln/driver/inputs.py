@@ -11,7 +11,11 @@
 
 `InputSpec` records each parameter of ``main`` (its model name, dtype and dims);
 `arrange_inputs` maps positional and keyword inputs onto the parameters and checks dtype and
-shape, naming the input in a `FrontendError` when one does not fit.
+shape, naming the input in a `FrontendError` when one does not fit. Where the model's inputs are
+known, an input the kernels cannot take as it is gets copied once, here: a Python list or tuple
+becomes a numpy array of the input's dtype (a same-kind cast: floats do not become ints), and a
+non-contiguous numpy array or torch tensor a contiguous copy (the kernels read compact row-major
+memory). `bind_outputs` writes a call's results into caller-provided arrays (``out=``).
 """
 
 from __future__ import annotations
@@ -131,8 +135,38 @@ def arrange_inputs(
             f"the model takes {len(params)} input(s) ({', '.join(params)}), got {len(values)}"
         )
     if specs is not None and len(specs) == len(values):
+        values = [_compact(spec, v) for spec, v in zip(specs, values)]
         _check(specs, values)
     return values
+
+
+def _compact(spec: InputSpec, value: Any) -> Any:
+    """``value`` as the kernels take it: a list/tuple as an array, a strided array or torch
+    tensor as a contiguous copy (see the module docstring); other values as they are."""
+    if isinstance(value, np.ndarray):
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    if isinstance(value, (list, tuple)):
+        return _list_array(spec, value)
+    if _is_torch(value, "Tensor") and not value.is_contiguous():
+        return value.contiguous()
+    return value
+
+
+def _list_array(spec: InputSpec, value: list[Any] | tuple[Any, ...]) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except ValueError as e:  # ragged nesting
+        raise FrontendError(
+            f"input {spec.name!r} is a {type(value).__name__} that is not a rectangular array of "
+            f"numbers ({e}); expected {spec.describe()}"
+        ) from e
+    want = np.dtype(spec.dtype) if spec.dtype != "bool" else np.dtype(np.bool_)
+    if array.dtype.kind not in "biuf" or not np.can_cast(array.dtype, want, "same_kind"):
+        raise FrontendError(
+            f"input {spec.name!r} is a {type(value).__name__} of {array.dtype} values, which "
+            f"do not convert to {spec.dtype} (expected {spec.describe()})"
+        )
+    return np.ascontiguousarray(array, dtype=want)
 
 
 def _by_name(params: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
@@ -205,3 +239,48 @@ def _check(specs: Sequence[InputSpec], values: Sequence[Any]) -> None:
                         f"input {spec.name!r} has {want} = {have} (dim {k}) but input "
                         f"{seen[1]!r} has {want} = {seen[0]}"
                     )
+
+
+def bind_outputs(results: Sequence[Any], out: Any, specs: Sequence[InputSpec] | None) -> list[Any]:
+    """Copy ``results`` (the chosen outputs of one call, `NDArray` s) into the caller's arrays
+    ``out`` (a list, or one array for one output) and return those arrays. Each must be a
+    writable, C-contiguous numpy array of the result's dtype and shape; a `FrontendError` names
+    the output otherwise. NOTE: the VM allocates its results per call (freed after the copy),
+    so memory does not grow over calls; writing in place would need the VM to take them."""
+    arrays = [out] if isinstance(out, np.ndarray) else out
+    if not isinstance(arrays, (list, tuple)) or len(arrays) != len(results):
+        raise FrontendError(
+            f"out= must be a list of {len(results)} numpy array(s), one per output "
+            f"({', '.join(_output_name(specs, k) for k in range(len(results)))}); got "
+            f"{_describe(arrays)}"
+        )
+    for k, (result, dst) in enumerate(zip(results, arrays)):
+        src = np.asarray(result)
+        ok = (
+            isinstance(dst, np.ndarray)
+            and dst.dtype == src.dtype
+            and dst.shape == src.shape
+            and dst.flags.c_contiguous
+            and dst.flags.writeable
+        )
+        if not ok:
+            raise FrontendError(
+                f"out[{k}] for output {_output_name(specs, k)!r} must be a writable C-contiguous "
+                f"numpy array of dtype {src.dtype} and shape {src.shape}; got {_describe(dst)}"
+            )
+        np.copyto(dst, src)
+    return list(arrays)
+
+
+def _output_name(specs: Sequence[InputSpec] | None, k: int) -> str:
+    return specs[k].name if specs is not None and k < len(specs) else f"output_{k}"
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        layout = "C-contiguous" if value.flags.c_contiguous else "non-contiguous"
+        ro = "" if value.flags.writeable else ", read-only"
+        return f"a {layout} {value.dtype} array of shape {value.shape}{ro}"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
