@@ -18,7 +18,6 @@ from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_
 from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.relax.frontend.common import ident
-from kiln.runtime.profile import ProfileReport
 
 
 def _model(args: argparse.Namespace, quiet: bool = True) -> Any:
@@ -114,21 +113,6 @@ def _example_inputs(model: Any, args: argparse.Namespace) -> dict[str, np.ndarra
     return example_inputs(model.inputs, model._call.params, _dims(args.dim))
 
 
-def cmd_profile(args: argparse.Namespace) -> int:
-    model = _model(args)
-    inputs = _example_inputs(model, args)
-    if (args.peak_gflops is None) != (args.bandwidth is None):
-        raise KilnError("kiln profile: give --peak-gflops and --bandwidth together")
-    if args.repeat < 1:
-        raise KilnError(f"kiln profile: --repeat must be at least 1, got {args.repeat}")
-    model(**inputs)  # warm up
-    report = ProfileReport.median([model.profile(**inputs) for _ in range(args.repeat)])
-    if args.peak_gflops is not None:
-        report = report.with_bounds(args.peak_gflops, args.bandwidth)
-    print(report)
-    return 0
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
     if args.against and Path(args.model).suffix == ".so":
@@ -185,4 +169,4 @@ def _timed(runtime: str, target: str, feed: str, threads: int, runs: int) -> tup
     return float(np.median(times)) * 1e3, float(np.min(times)) * 1e3
 
 
-COMMANDS = {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench, "profile": cmd_profile}
+COMMANDS = {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench}

@@ -6,7 +6,7 @@
     kiln bench model.onnx [--threads 1,2] [--against onnxruntime]
     kiln profile model.onnx                      # the per-kernel time table (GFLOP/s, GB/s)
     kiln profile model.onnx --peak-gflops 98 --bandwidth 20   # ... and each kernel's % of bound
-    kiln profile model.onnx --repeat 20                        # medians of 20 calls (default 5)
+    kiln profile model.onnx --json --sort name                 # medians of 20 warm calls, JSON
     kiln cache info | clear                      # kiln's build cache (kiln.cli.cache)
     kiln opt --list                              # every pass by name (kiln.cli.opt)
     kiln opt -p fuse-ops,lower-te model.py       # run passes on a script (or .onnx), print script
@@ -26,7 +26,7 @@ VERBS = {
     "compile": "kiln.cli.commands",
     "run": "kiln.cli.commands",
     "bench": "kiln.cli.commands",
-    "profile": "kiln.cli.commands",
+    "profile": "kiln.cli.profile",
     "cache": "kiln.cli.cache",
     "opt": "kiln.cli.opt",
 }
@@ -98,11 +98,17 @@ def parser() -> argparse.ArgumentParser:
     _add_model_options(p)
     p.add_argument("--dim", action="append", metavar="NAME=N", help="a symbolic dim's value")
     p.add_argument("--peak-gflops", type=float, metavar="G",
-                   help="FMA peak (GFLOP/s) of the threads used: adds %% of bound")  # fmt: skip
+                   help="FMA peak (GFLOP/s) of the threads used (default: measured)")  # fmt: skip
     p.add_argument("--bandwidth", type=float, metavar="GB/S",
-                   help="the memory bandwidth (GB/s), with --peak-gflops")  # fmt: skip
-    p.add_argument("--repeat", type=int, default=5, metavar="N",
-                   help="profiled calls; each time is the median of them (default 5)")  # fmt: skip
+                   help="the memory bandwidth (GB/s): adds each kernel's %% of bound")  # fmt: skip
+    p.add_argument("--repeat", type=int, default=20, metavar="N",
+                   help="profiled calls; each time is the median of them (default 20)")  # fmt: skip
+    p.add_argument("--warmup", type=int, default=3, metavar="N",
+                   help="calls before them, and at least 50 ms of calls (default 3)")  # fmt: skip
+    p.add_argument("--sort", choices=["time", "name"], default="time",
+                   help="order of the kernels (default: time, the longest first)")  # fmt: skip
+    p.add_argument("--json", action="store_true",
+                   help="print the report as JSON, with full kernel and node names")  # fmt: skip
     _add_cache_parser(sub)
     _add_opt_parser(sub)
     return ap

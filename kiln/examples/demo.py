@@ -8,11 +8,13 @@ compiled with `kiln.compile` in bytecode and in compiled mode (operators fused i
 per layer -- ``default_fused_matmul_add_relu`` -- and scheduled for the CPU, VM code, C through
 the system compiler, cached on disk), called with numpy arrays, compared with the same model in
 numpy, and timed against it (median time per call). The compiled-mode model's per-kernel
-profile (one row per fused kernel) is printed, and it is exported as one shared library,
+profile (one row per fused kernel; medians of calls made after warm-up ones, not of one call
+after the process was idle) is printed, and it is exported as one shared library,
 loaded back with `kiln.load` and checked again; the path is printed. Then the bundled ONNX CNN
 (`kiln.examples.models.cnn_onnx`) is saved as ``cnn.onnx``, compiled with
 ``kiln.compile("cnn.onnx")`` (the frontend, the graph passes, NCHWc convolutions), called at two
-batch sizes by input name, and compared with onnxruntime on the same file (when ``onnx`` or
+batch sizes by input name, compared with onnxruntime on the same file, and profiled at batch 8
+(when ``onnx`` or
 ``onnxruntime`` is not installed the step says so and is skipped). Then `kiln.examples.kernels`
 builds and times single kernels.
 """
@@ -105,6 +107,8 @@ def run_onnx(repeat: int, out_dir: Path) -> None:
         us = median_us(lambda m=model, a=image: m(image=a), repeat)
         ort_us = median_us(lambda a=image: session.run(None, {"image": a}), repeat)
         print(f"{batch:>5} {us:>9.1f} {ort_us:>15.1f}  ok (vs onnxruntime, rtol 2e-3)")
+    print()
+    print(model.profile(image=image))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

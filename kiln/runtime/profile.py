@@ -1,34 +1,69 @@
-"""`ProfileReport`: where one VM call spent its time, per kernel, and how close each kernel came
-to the machine's bounds.
+"""`ProfileReport`: where a model's calls spend their time, per kernel, which model nodes each
+kernel came from, and how close each kernel came to the machine's bounds.
 
-Each row is a kernel (or a non-builtin packed function) with its calls and time. A kernel whose
-work the executable records (`Executable.costs`: FLOPs and compulsory bytes, from
-`kiln.relax.analysis.cost`) also gets its achieved GFLOP/s and GB/s. Given the machine's FMA peak
-and memory bandwidth (`ProfileReport.with_bounds`; ``kiln profile --peak-gflops --bandwidth``),
-each such row also gets ``% of bound``: the time the kernel would take at whichever bound binds it
-(its FLOPs at the peak, or its bytes at the bandwidth, whichever is longer) over its measured
-time. 100% is the bound; a kernel far below it is where time is lost.
+Each row is a kernel (or a non-builtin packed function) with its calls and time. The first call
+after a pause pays for a cold thread pool, cold caches and page faults (a 50 us model's idle
+call measured 1.1 ms), so `profile_calls` first calls the function a few times (``warmup``, and
+at least `WARMUP_S` of calls), then profiles ``repeat`` calls; `ProfileReport.median` merges
+their reports into one whose times are each row's median over them, and whose total is the
+median call time: a process that takes the core during one call does not reach the table.
 
-One call's times are at the mercy of everything else the machine runs: a process that takes
-the core for a few milliseconds lands on whichever kernel runs then. `ProfileReport.median`
-merges the reports of several calls into one whose times are each row's median over them
-(``kiln profile --repeat N``).
+A kernel whose work the executable records (`Executable.costs`: FLOPs and compulsory bytes,
+from `kiln.relax.analysis.cost`) also gets its achieved GFLOP/s and GB/s and, given the FMA peak
+of the threads it ran on (`kiln.runtime.fma_peak`, measured once per machine; ``kiln profile
+--peak-gflops`` overrides it), its ``% peak``. Given the memory bandwidth too
+(`ProfileReport.with_bounds`; ``--bandwidth``), each such row also gets ``% bound``: the time
+the kernel would take at whichever bound binds it (its FLOPs at the peak, or its bytes at the
+bandwidth, whichever is longer) over its measured time. 100% is the bound; a kernel far below it
+is where time is lost. A row can list the model nodes (ONNX or FX node names) whose operators
+the kernel computes, given a kernel -> nodes map (`make_report`'s ``nodes``); the executable does
+not record that map yet.
 
-The last lines count the layout transforms the call ran (kernels whose fused operators include
-``layout_transform``, by name): the graph level should transform layouts only at a chain's
-boundary, so more than a few per model is a missed optimization.
+``str()`` prints a table whose kernel and node names are cut in the middle to fit their columns;
+`ProfileReport.to_json` has the full names. The last lines count the layout transforms the call
+ran (kernels whose fused operators include ``layout_transform``, by name): the graph level
+should transform layouts only at a chain's boundary, so more than a few per model is a missed
+optimization.
 """
 
 from __future__ import annotations
 
 import ast
 import statistics
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kiln.errors import KilnError
+
 LAYOUT_TRANSFORM = "layout_transform"
 """What the name of a kernel that transforms a layout contains (`ProfileReport.layout_rows`)."""
+
+DEFAULT_REPEAT = 20
+"""Profiled calls whose median the report gives (``kiln profile --repeat``)."""
+
+DEFAULT_WARMUP = 3
+"""Unprofiled calls before them (``--warmup``); with `WARMUP_S`, whichever takes longer."""
+
+WARMUP_S = 0.05
+"""The least time spent on warm-up calls (when any are asked for): a thread pool asleep and
+caches cold take several calls of a small model to recover."""
+
+SORT_KEYS = ("time", "name")
+"""How `ProfileReport.sorted_by` orders the rows: by time (the longest first) or by name."""
+
+KERNEL_WIDTH = 36
+NODES_WIDTH = 40
+
+
+def shorten(name: str, width: int) -> str:
+    """``name`` cut in the middle to ``width`` characters (``...`` marks the cut), so a long
+    kernel name keeps its distinctive start and end without breaking the table's columns."""
+    if len(name) <= width:
+        return name
+    keep = width - 3
+    return f"{name[: (keep + 1) // 2]}...{name[len(name) - keep // 2 :]}"
 
 
 @dataclass(frozen=True)
@@ -44,6 +79,8 @@ class ProfileRow:
     """FLOPs of one call, when known (a multiply-add counts two)."""
     bytes: int | None = None
     """Bytes one call must read and write at least, when known."""
+    nodes: tuple[str, ...] = ()
+    """The model nodes whose operators the kernel computes, when the executable records them."""
 
     @property
     def gflops(self) -> float | None:
@@ -54,6 +91,11 @@ class ProfileRow:
     def gbs(self) -> float | None:
         """Achieved GB/s."""
         return None if self.bytes is None or self.mean_us <= 0 else self.bytes / self.mean_us / 1e3
+
+    def peak_share(self, peak_gflops: float) -> float | None:
+        """Achieved GFLOP/s over the FMA peak; None without the kernel's FLOPs."""
+        gflops = self.gflops
+        return None if gflops is None or peak_gflops <= 0 else gflops / peak_gflops
 
     def bound_share(self, peak_gflops: float, bandwidth_gbs: float) -> float | None:
         """The bound time (FLOPs at the peak or bytes at the bandwidth, the longer) over the
@@ -70,18 +112,30 @@ def _num(v: float | None, fmt: str) -> str:
 
 @dataclass(frozen=True)
 class ProfileReport:
-    """Where one VM call spent its time; ``str()`` prints the table."""
+    """Where the profiled calls of one VM function spent their time; ``str()`` prints the
+    table, `to_json` gives the same as plain data."""
 
     function: str
     exec_mode: str
     total_us: float
     rows: tuple[ProfileRow, ...]
     peak_gflops: float | None = None
+    """The FMA peak (GFLOP/s) of the threads the kernels ran on: adds ``% peak``."""
     bandwidth_gbs: float | None = None
+    """The memory bandwidth (GB/s): with the peak, adds ``% bound``."""
+    repeat: int = 1
+    """The profiled calls whose medians the times are."""
+    warmup: int = 0
+    """The calls made before them, unprofiled."""
 
     @property
     def kernel_us(self) -> float:
         return sum(r.total_us for r in self.rows)
+
+    @property
+    def overhead_us(self) -> float:
+        """The call's time outside the kernels (the VM, argument checks, the call itself)."""
+        return max(self.total_us - self.kernel_us, 0.0)
 
     @property
     def layout_rows(self) -> tuple[ProfileRow, ...]:
@@ -104,33 +158,88 @@ class ProfileReport:
             share = us / total if total > 0 else 0.0
             rows.append(replace(row, total_us=us, mean_us=us / max(row.calls, 1), share=share))
         rows.sort(key=lambda r: -r.total_us)
-        return replace(first, total_us=total, rows=tuple(rows))
+        repeat = sum(r.repeat for r in reports)
+        return replace(first, total_us=total, rows=tuple(rows), repeat=repeat)
 
-    def with_bounds(self, peak_gflops: float, bandwidth_gbs: float) -> ProfileReport:
+    def with_bounds(
+        self, peak_gflops: float | None, bandwidth_gbs: float | None = None
+    ) -> ProfileReport:
         """This report with the machine's FMA peak (GFLOP/s, for the threads used) and memory
-        bandwidth (GB/s): the table then shows each kernel's share of its bound."""
+        bandwidth (GB/s): the table then shows each kernel's share of them."""
         return replace(self, peak_gflops=peak_gflops, bandwidth_gbs=bandwidth_gbs)
 
-    def __str__(self) -> str:
-        bounds = self.peak_gflops is not None and self.bandwidth_gbs is not None
-        head = f"{'kernel':<32} {'calls':>6} {'total us':>10} {'mean us':>10} {'share':>7}"
-        head += f" {'GFLOP/s':>8} {'GB/s':>7}" + (f" {'% bound':>8}" if bounds else "")
-        lines = [f"profile of {self.function} ({self.exec_mode} mode): {self.total_us:.2f} us"]
-        if bounds:
-            lines.append(f"bounds: {self.peak_gflops:g} GFLOP/s, {self.bandwidth_gbs:g} GB/s")
-        lines.append(head)
-        for r in self.rows:
-            line = (
-                f"{r.kernel:<32} {r.calls:>6} {r.total_us:>10.2f} {r.mean_us:>10.2f} "
-                f"{r.share:>6.1%} {_num(r.gflops, '.1f'):>8} {_num(r.gbs, '.1f'):>7}"
+    def sorted_by(self, key: str) -> ProfileReport:
+        """The rows by time (the longest first) or by kernel name (`SORT_KEYS`)."""
+        if key not in SORT_KEYS:
+            raise KilnError(f"a profile sorts by {' or '.join(SORT_KEYS)}, not {key!r}")
+        order = (lambda r: (-r.total_us, r.kernel)) if key == "time" else (lambda r: r.kernel)
+        return replace(self, rows=tuple(sorted(self.rows, key=order)))
+
+    def _row_json(self, r: ProfileRow) -> dict[str, Any]:
+        peak, bw = self.peak_gflops, self.bandwidth_gbs
+        return {
+            "kernel": r.kernel, "nodes": list(r.nodes), "calls": r.calls,
+            "total_us": r.total_us, "mean_us": r.mean_us, "share": r.share,
+            "flops": r.flops, "bytes": r.bytes, "gflops": r.gflops, "gbs": r.gbs,
+            "peak_share": None if peak is None else r.peak_share(peak),
+            "bound_share": None if peak is None or bw is None else r.bound_share(peak, bw),
+        }  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data: every row with its full kernel and node names, its
+        work and rates, and the call's overhead and layout-transform count."""
+        layouts = self.layout_rows
+        return {
+            "function": self.function, "exec_mode": self.exec_mode,
+            "total_us": self.total_us, "repeat": self.repeat, "warmup": self.warmup,
+            "peak_gflops": self.peak_gflops, "bandwidth_gbs": self.bandwidth_gbs,
+            "rows": [self._row_json(r) for r in self.rows],
+            "overhead_us": self.overhead_us,
+            "layout_transforms": {"kernels": len(layouts),
+                                  "calls": sum(r.calls for r in layouts),
+                                  "total_us": sum(r.total_us for r in layouts)},
+        }  # fmt: skip
+
+    def _head(self) -> list[str]:
+        peak, bounds = self.peak_gflops is not None, self.bandwidth_gbs is not None
+        what = f"median of {self.repeat} calls" if self.repeat > 1 else "one call"
+        lines = [
+            f"profile of {self.function} ({self.exec_mode} mode): {self.total_us:.2f} us per "
+            f"call ({what}, after {self.warmup} warm-up calls)"
+        ]
+        if peak:
+            lines.append(
+                f"FMA peak: {self.peak_gflops:g} GFLOP/s"
+                + (f", bandwidth: {self.bandwidth_gbs:g} GB/s" if bounds else "")
             )
-            if bounds:
-                share = r.bound_share(self.peak_gflops, self.bandwidth_gbs)  # type: ignore[arg-type]
-                line += f" {_num(share, '.0%'):>8}"
-            lines.append(line)
-        rest = max(self.total_us - self.kernel_us, 0.0)
+        head = f"{'kernel':<{KERNEL_WIDTH}} {'calls':>6} {'total us':>10} {'mean us':>10}"
+        head += f" {'share':>6} {'GFLOP/s':>8} {'GB/s':>7}"
+        head += (f" {'% peak':>7}" if peak else "") + (
+            f" {'% bound':>8}" if peak and bounds else ""
+        )
+        lines.append(f"{head}  nodes")
+        return lines
+
+    def _row_line(self, r: ProfileRow) -> str:
+        line = (
+            f"{shorten(r.kernel, KERNEL_WIDTH):<{KERNEL_WIDTH}} {r.calls:>6} {r.total_us:>10.2f}"
+            f" {r.mean_us:>10.2f} {r.share:>6.1%} {_num(r.gflops, '.1f'):>8}"
+            f" {_num(r.gbs, '.1f'):>7}"
+        )
+        if self.peak_gflops is not None:
+            line += f" {_num(r.peak_share(self.peak_gflops), '.0%'):>7}"
+            if self.bandwidth_gbs is not None:
+                line += f" {_num(r.bound_share(self.peak_gflops, self.bandwidth_gbs), '.0%'):>8}"
+        return f"{line}  {shorten(', '.join(r.nodes), NODES_WIDTH)}".rstrip()
+
+    def __str__(self) -> str:
+        lines = self._head() + [self._row_line(r) for r in self.rows]
+        rest = self.overhead_us
         share = rest / self.total_us if self.total_us > 0 else 0.0
-        lines.append(f"{'(VM and call overhead)':<32} {'':>6} {rest:>10.2f} {'':>10} {share:>6.1%}")
+        lines.append(
+            f"{'(VM and call overhead)':<{KERNEL_WIDTH}} {'':>6} {rest:>10.2f} {'':>10}"
+            f" {share:>6.1%}"
+        )
         layouts = self.layout_rows
         us = sum(r.total_us for r in layouts)
         share = us / self.total_us if self.total_us > 0 else 0.0
@@ -139,6 +248,35 @@ class ProfileReport:
             f"{us:.2f} us ({share:.1%})"
         )
         return "\n".join(lines)
+
+
+def warm_up(call: Callable[[], Any], calls: int, min_s: float = WARMUP_S) -> int:
+    """Make ``calls`` calls, and more until ``min_s`` seconds have passed (none when ``calls``
+    is 0); returns how many were made."""
+    if calls <= 0:
+        return 0
+    start, made = time.perf_counter(), 0
+    while made < calls or time.perf_counter() - start < min_s:
+        call()
+        made += 1
+    return made
+
+
+def profile_calls(
+    call: Callable[[], Any],
+    profile_one: Callable[[], ProfileReport],
+    repeat: int = DEFAULT_REPEAT,
+    warmup: int = DEFAULT_WARMUP,
+) -> ProfileReport:
+    """Warm up with ``call`` (`warm_up`), then the median report of ``repeat`` calls of
+    ``profile_one`` (`ProfileReport.median`)."""
+    if repeat < 1:
+        raise KilnError(f"a profile needs at least 1 profiled call (repeat), got {repeat}")
+    if warmup < 0:
+        raise KilnError(f"warm-up calls (warmup) cannot be negative, got {warmup}")
+    made = warm_up(call, warmup)
+    report = ProfileReport.median([profile_one() for _ in range(repeat)])
+    return replace(report, warmup=made)
 
 
 _SIZE_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
@@ -175,10 +313,11 @@ def make_report(
     records: Sequence[Any],
     costs: Mapping[str, tuple[int | str, int | str]],
     dims: Mapping[str, int] | None = None,
+    nodes: Mapping[str, tuple[str, ...]] | None = None,
 ) -> ProfileReport:
     """The report of one profiled call from the VM's ``(kernel, calls, ns)`` records, the
-    executable's per-kernel ``(flops, bytes)`` and the values of the call's symbolic ``dims``
-    (by name)."""
+    executable's per-kernel ``(flops, bytes)`` and model ``nodes``, and the values of the call's
+    symbolic ``dims`` (by name)."""
     total_us = elapsed_ns / 1e3
     rows = []
     for r in records:
@@ -194,6 +333,7 @@ def make_report(
                 share=ns / 1e3 / total_us if total_us > 0 else 0.0,
                 flops=flops,
                 bytes=moved,
+                nodes=(nodes or {}).get(kernel, ()),
             )
         )
     rows.sort(key=lambda r: -r.total_us)

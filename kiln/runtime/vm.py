@@ -3,7 +3,7 @@
     vm = VirtualMachine(exe, kiln.cpu())          # or VirtualMachine(load_module("model.so"))
     out = vm["main"](x, w)                        # numpy / torch / tvm-ffi tensors in
     out.numpy()                                   # NDArray out (tuples as Python tuples)
-    print(vm.profile("main", x, w))               # per-kernel table
+    print(vm.profile("main", x, w))               # per-kernel table (medians of warm calls)
 
 The VM itself is C (kiln/runtime/vm_c): ``vm["main"]`` is a tvm-ffi function whose call runs the
 bytecode interpreter, or the library's ``__vmtir__main``, without Python in between; the Python
@@ -24,7 +24,13 @@ import tvm_ffi
 from kiln.errors import FunctionNotFoundError, KilnError
 from kiln.runtime.module import Module
 from kiln.runtime.ndarray import NDArray, wrap_result
-from kiln.runtime.profile import ProfileReport, make_report
+from kiln.runtime.profile import (
+    DEFAULT_REPEAT,
+    DEFAULT_WARMUP,
+    ProfileReport,
+    make_report,
+    profile_calls,
+)
 from kiln.runtime.tensor import (
     STORAGE_DTYPES,
     Device,
@@ -219,18 +225,27 @@ class VirtualMachine:
         self._callers[name] = caller
         return caller
 
-    def profile(self, name: str, *args: Any) -> ProfileReport:
-        """Call ``name`` once and report the time of each kernel / packed function it called."""
+    def profile(
+        self, name: str, *args: Any, repeat: int = DEFAULT_REPEAT, warmup: int = DEFAULT_WARMUP
+    ) -> ProfileReport:
+        """Call ``name`` ``warmup`` times (and for at least `kiln.runtime.profile.WARMUP_S`),
+        then profile ``repeat`` calls: each kernel / packed function's time, and the call's, is
+        the median over them (`kiln.runtime.profile.profile_calls`)."""
         caller = self[name]
-        self._handle("profile_start")
-        start = time.perf_counter_ns()
-        try:
-            caller(*args)
-        finally:
-            elapsed = time.perf_counter_ns() - start
-            records = self._handle("profile_stop")
         costs = {k: (f, b) for k, f, b in self.executable.costs}
-        return make_report(name, self.exec_mode, elapsed, records, costs, self._dims(name, args))
+        dims = self._dims(name, args)
+
+        def profile_one() -> ProfileReport:
+            self._handle("profile_start")
+            start = time.perf_counter_ns()
+            try:
+                caller(*args)
+            finally:
+                elapsed = time.perf_counter_ns() - start
+                records = self._handle("profile_stop")
+            return make_report(name, self.exec_mode, elapsed, records, costs, dims)
+
+        return profile_calls(lambda: caller(*args), profile_one, repeat, warmup)
 
     def _dims(self, name: str, args: tuple[Any, ...]) -> dict[str, int]:
         """The values of the symbolic dims (by name) that ``args`` give function ``name``."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 import pytest
 import tvm_ffi
 
+from kiln.errors import KilnError
 from kiln.runtime import ProfileReport, VirtualMachine
 from tests.runtime.test_vm_modes import kernel_chain
 from tests.runtime.vm_programs import MODES, ProgramBuilder, R
@@ -101,7 +103,7 @@ def test_profile_reports_each_kernels_work_and_its_share_of_the_bounds(tmp_path)
     bounded = report.with_bounds(100.0, 20.0)
     share = row.bound_share(100.0, 20.0)
     assert share is not None and share > 0
-    assert "% bound" in str(bounded) and "bounds: 100 GFLOP/s, 20 GB/s" in str(bounded)
+    assert "% bound" in str(bounded) and "FMA peak: 100 GFLOP/s, bandwidth: 20 GB/s" in str(bounded)
     exe = model.executable
     again = Executable.load(exe.save(tmp_path / "exe.kvm"))
     assert again.costs == exe.costs and any("matmul" in c[0] for c in exe.costs)
@@ -182,3 +184,79 @@ def test_eval_size_evaluates_counts_and_nothing_else() -> None:
     assert eval_size("__import__('os').getpid()", {}) is None
     assert eval_size("n ** 2", {"n": 3}) is None
     assert eval_size("n // 0", {"n": 3}) is None
+
+
+def test_profile_warms_up_then_takes_medians_of_repeated_calls() -> None:
+    """`VirtualMachine.profile`: ``warmup`` unprofiled calls (at least 50 ms of them) before
+    ``repeat`` profiled ones; each row counts one call's kernel calls, not the sum."""
+    from kiln.runtime.profile import WARMUP_S
+
+    vm = VirtualMachine(chain_then_python().build("compiled"))
+    x = np.arange(5, dtype="float32")
+    start = time.perf_counter()
+    report = vm.profile("main", x, repeat=7, warmup=2)
+    assert time.perf_counter() - start >= WARMUP_S
+    assert (report.repeat, [r.calls for r in report.rows]) == (7, [1, 1, 1])
+    assert report.warmup >= 2 and "median of 7 calls" in str(report)
+    cold = vm.profile("main", x, repeat=1, warmup=0)
+    assert (cold.repeat, cold.warmup) == (1, 0) and "one call" in str(cold)
+    with pytest.raises(KilnError, match="at least 1 profiled call"):
+        vm.profile("main", x, repeat=0)
+    with pytest.raises(KilnError, match="cannot be negative"):
+        vm.profile("main", x, warmup=-1)
+
+
+def _row(kernel: str, us: float, flops: int | None = None, nodes: tuple[str, ...] = ()) -> Any:
+    from kiln.runtime.profile import ProfileRow
+
+    return ProfileRow(kernel, 1, us, us, 0.0, flops=flops, bytes=4000, nodes=nodes)
+
+
+def test_table_cuts_long_names_in_the_middle_and_json_keeps_them() -> None:
+    """A long kernel name does not push the columns out; the JSON has the full name, the
+    model's nodes, the rates and the share of the FMA peak."""
+    from kiln.runtime.profile import KERNEL_WIDTH, shorten
+
+    long = "default_fused_conv2d_NCHWc_add_relu_layout_transform_multiply_add_14"
+    nodes = ("/layer1/conv/Conv", "/layer1/bn/BatchNormalization", "/layer1/act/Relu")
+    rows = (_row(long, 20.0, flops=2_000_000, nodes=nodes), _row("b_short", 5.0))
+    report = ProfileReport("main", "compiled", 30.0, rows, repeat=20, warmup=9)
+    report = report.with_bounds(200.0).sorted_by("time")
+    lines = str(report).splitlines()
+    head = next(ln for ln in lines if ln.startswith("kernel"))
+    cut = shorten(long, KERNEL_WIDTH)
+    assert len(cut) == KERNEL_WIDTH and cut.startswith("default_fused_con...")
+    assert cut.endswith("multiply_add_14")
+    row = next(ln for ln in lines if ln.startswith(cut))
+    short = next(ln for ln in lines if ln.startswith("b_short"))
+    end = head.index("total us") + len("total us")
+    assert row[:end].endswith(" 20.00") and short[:end].endswith(" 5.00")
+    assert "%" in row and "/layer1/conv/Conv" in row
+    data = report.to_json()
+    (first, second) = data["rows"]
+    assert first["kernel"] == long and first["nodes"] == list(nodes)
+    assert first["gflops"] == pytest.approx(2_000_000 / 20.0 / 1e3)
+    assert first["peak_share"] == pytest.approx(first["gflops"] / 200.0)
+    assert second["peak_share"] is None and data["repeat"] == 20 and data["warmup"] == 9
+    assert data["overhead_us"] == pytest.approx(5.0)
+    assert [r.kernel for r in report.sorted_by("name").rows] == ["b_short", long]
+    with pytest.raises(KilnError, match="sorts by time or name, not 'size'"):
+        report.sorted_by("size")
+
+
+def test_model_profile_reports_the_share_of_the_measured_fma_peak() -> None:
+    """`CompiledModel.profile` divides each kernel's GFLOP/s by the FMA peak of the pool's
+    threads, measured once (`fma_peak_gflops`) and the same on the next call."""
+    import kiln
+    from kiln.runtime.fma_peak import fma_peak_gflops
+    from kiln.runtime.thread_pool import pool_threads
+
+    model = kiln.compile(_mlp_layer(12, 64, 40))
+    report = model.profile(np.ones((12, 64), "float32"), repeat=5)
+    peak = fma_peak_gflops()
+    assert peak == fma_peak_gflops() and 0.5 < peak < 10_000
+    assert report.peak_gflops == pytest.approx(peak * pool_threads())
+    (row,) = [r for r in report.rows if "matmul" in r.kernel]
+    share = row.peak_share(report.peak_gflops)
+    assert share is not None and 0 < share < 1.5
+    assert "% peak" in str(report) and "% bound" not in str(report)
