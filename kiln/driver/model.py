@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +41,18 @@ from kiln.driver.inputs import (
     InputSpec,
     arrange_inputs,
     as_ir_module,
+    bind_outputs,
     input_specs,
     is_onnx_model,
 )
 from kiln.driver.model_cache import model_key
 from kiln.driver.relax_build import build, model_flags
 from kiln.driver.timing import CompileTimer
-from kiln.errors import KilnError
+from kiln.errors import FrontendError, KilnError
 from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
 from kiln.runtime.fma_peak import fma_peak_gflops
+from kiln.runtime.ndarray import NDArray
 from kiln.runtime.profile import DEFAULT_REPEAT, DEFAULT_WARMUP
 from kiln.runtime.tensor import Device
 from kiln.runtime.thread_pool import pool_threads
@@ -61,11 +65,19 @@ CHECKED_SHAPES = 64
 
 
 def _shape_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The (dtype, shape) of each argument when all are numpy arrays, else None."""
+    """The (dtype, shape) of each argument when all are C-contiguous numpy arrays, else None
+    (a strided array is copied by `arrange_inputs`)."""
     for a in args:
-        if type(a) is not np.ndarray:
+        if type(a) is not np.ndarray or not a.flags.c_contiguous:
             return None
     return tuple([(a.dtype, a.shape) for a in args])
+
+
+def _flat(result: Any) -> list[Any]:
+    """A call's result as the flat list of its tensors (a nested tuple in order)."""
+    if isinstance(result, tuple):
+        return [leaf for item in result for leaf in _flat(item)]
+    return [result]
 
 
 class CompiledModel:
@@ -102,9 +114,27 @@ class CompiledModel:
         """The declared dims (``dims=``): bounds checked per call, bucket models picked."""
         self._checked: dict[tuple[Any, ...], Any] = {}
         """Positional ndarray inputs' (dtype, shape)s that passed the checks -> the function
-        to call (the entry, or the bucket model's): see `__call__`."""
+        to call (the entry, or the bucket model's): see `_compute`."""
+        self._lock = threading.Lock()
+        """Held for each call. NOTE: the VM keeps per-machine state between calls (memoized
+        results, profile records), so one model runs one call at a time; use one model per
+        thread (kiln.load the library again) to run calls side by side."""
+        self._executor: ThreadPoolExecutor | None = None
+        """The thread `run_async` calls run on, started by the first."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The entry function's result for these inputs; with ``out=[arrays]`` (a keyword,
+        unless the model has an input named ``out``) the results are written into those arrays
+        and they are returned (one array, or a tuple of them): see `run`."""
+        if "out" in kwargs and "out" not in self._call.params:
+            out = kwargs.pop("out")
+            with self._lock:
+                arrays = bind_outputs(_flat(self._compute(args, kwargs)), out, self.outputs)
+            return arrays[0] if len(arrays) == 1 else tuple(arrays)
+        with self._lock:
+            return self._compute(args, kwargs)
+
+    def _compute(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # NOTE: the input checks and the bucket pick depend only on the inputs' dtypes and
         # shapes, so a call whose (dtype, shape)s passed before goes straight to the function
         # picked then: 3.5 us of a 24 us call of a bucketed GPT-2 at 1x8 (one thread).
@@ -125,6 +155,65 @@ class CompiledModel:
             self._checked[key] = fn
         return fn(*values)
 
+    def run(
+        self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], out: Any = None
+    ) -> list[Any]:
+        """onnxruntime's ``InferenceSession.run``: the outputs named in ``output_names`` (all
+        for None, in `outputs` order) for the inputs ``feeds`` ({name: array}), as a list of
+        fresh numpy arrays; with ``out`` (one preallocated numpy array per chosen output) the
+        results are copied into those arrays and the very same arrays come back."""
+        if not isinstance(feeds, Mapping):
+            raise FrontendError(
+                f"model.run takes its inputs as a dict {{name: array}}, got {type(feeds).__name__}"
+            )
+        picks = self._output_indices(output_names)
+        specs = None if self.outputs is None else [self.outputs[k] for k in picks]
+        with self._lock:
+            results = _flat(self._compute((), dict(feeds)))
+            if picks and max(picks) >= len(results):
+                raise KilnError(
+                    f"the model returned {len(results)} result(s), but its signature lists "
+                    f"{len(self.outputs or ())} output(s)"
+                )
+            chosen = [results[k] for k in picks] if output_names is not None else results
+            if out is not None:
+                return bind_outputs(chosen, out, specs)
+        return [r.numpy() if isinstance(r, NDArray) else r for r in chosen]
+
+    def run_async(
+        self,
+        feeds: Mapping[str, Any],
+        callback: Callable[[Future[list[Any]]], object] | None = None,
+        *,
+        output_names: Sequence[str] | None = None,
+        out: Any = None,
+    ) -> Future[list[Any]]:
+        """`run` on the model's own thread: a ``concurrent.futures.Future`` of its list of
+        outputs (its ``result()`` raises what `run` would have). ``callback(future)`` runs
+        when it is done. NOTE: a model runs one call at a time (calls from several threads
+        wait for each other, see `_lock`), so queued async calls run in order."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kiln-model")
+        future = self._executor.submit(self.run, output_names, feeds, out)
+        if callback is not None:
+            future.add_done_callback(callback)
+        return future
+
+    def _output_indices(self, names: Sequence[str] | None) -> list[int]:
+        """The positions of the outputs ``names`` (None: all the signature lists)."""
+        known = [] if self.outputs is None else [o.name for o in self.outputs]
+        if names is None:
+            return list(range(len(known)))
+        if isinstance(names, str):
+            names = [names]
+        picks = []
+        for name in names:
+            if name not in known:
+                have = ", ".join(known) if known else "none recorded (pass None for all)"
+                raise FrontendError(f"the model has no output {name!r}; its outputs are {have}")
+            picks.append(known.index(name))
+        return picks
+
     def __getitem__(self, name: str) -> Any:
         """Another function of the model, by name."""
         return self.vm[name]
@@ -141,8 +230,9 @@ class CompiledModel:
         each kernel's share of the FMA peak of the threads it runs on (`fma_peak_gflops`)."""
         values = arrange_inputs(self._call.params, args, kwargs, self.inputs)
         bucket = None if self.sizes is None else self.sizes.pick(values)
-        vm = (bucket or self).vm
-        report = vm.profile(self.entry, *values, repeat=repeat, warmup=warmup)
+        with self._lock:
+            vm = (bucket or self).vm
+            report = vm.profile(self.entry, *values, repeat=repeat, warmup=warmup)
         return report.with_bounds(fma_peak_gflops() * pool_threads())
 
     def export(self, path: str | os.PathLike[str]) -> Path:
