@@ -8,7 +8,11 @@
                                               # sizes; (lo, hi) for bounds (kiln.driver.dims)
     y = model(x, w)                           # calls its entry function ("main")
     y = model(x=x, w=w)                       # inputs by name (checked against the model)
-    print(model.profile(x, w))                # per-kernel table: medians of warm calls
+    ys = model.run(None, {"x": x, "w": w})    # onnxruntime's run: [numpy arrays] (or names)
+    model(x, w, out=buf)                      # results written into the caller's arrays
+    fut = model.run_async({"x": x, "w": w})   # a concurrent.futures.Future of run's list
+    model.inputs, model.outputs               # names, dtypes, dims (symbolic ones by name)
+    print(model.profile(x, w))                # per-kernel time table
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
@@ -18,6 +22,11 @@ instead (`kiln.driver.model_cache`); one compiled now is stored there and loaded
 entry (`stored_model`); either way the model's ``path`` is the cached library. A process that
 must not load the compiler at all runs an exported library with the runtime alone:
 ``VirtualMachine(kiln.runtime.load_module(path))``.
+
+Inputs are arranged and checked by `kiln.driver.inputs` (lists and strided arrays copied once);
+``out=`` arrays are checked and filled by `bind_outputs` (the VM allocates its results, which
+are copied in and freed, so repeated calls do not grow memory). A model runs one call at a
+time (`CompiledModel._lock`); `run_async` queues calls on one thread of the model's own.
 """
 
 from __future__ import annotations
