@@ -12,7 +12,7 @@
     model(x, w, out=buf)                      # results written into the caller's arrays
     fut = model.run_async({"x": x, "w": w})   # a concurrent.futures.Future of run's list
     model.inputs, model.outputs               # names, dtypes, dims (symbolic ones by name)
-    print(model.profile(x, w))                # per-kernel time table
+    print(model.profile(x, w))                # per-kernel table: medians of warm calls
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
 
