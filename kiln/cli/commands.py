@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ import numpy as np
 
 from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
+from kiln.cli.main import dim_value
 from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.relax.frontend.common import ident
@@ -38,8 +40,18 @@ def _outputs(value: Any) -> list[np.ndarray]:
     return [value.numpy() if hasattr(value, "numpy") else np.asarray(value)]
 
 
+def _check_output(path: str) -> None:
+    """``-o``: a file to write, in a folder that exists (checked before the compile)."""
+    out = Path(path)
+    if out.is_dir():
+        raise KilnError(f"-o {path}: is a folder; expected the path of the .so to write")
+    if not out.parent.is_dir():
+        raise KilnError(f"-o {path}: no folder {str(out.parent)!r} to write it in")
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    _check_output(args.output)
     model = _model(args, quiet=args.quiet)
     path = model.export(args.output)
     if not args.quiet:
@@ -82,25 +94,43 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{len(positional) + len(named)} (pass each with --input NAME=FILE.npy)"
         )
     outs = _outputs(model(*positional, **named))
-    names = [t.name for t in model.outputs or ()]
     folder = Path(args.output_dir)
+    if folder.exists() and not folder.is_dir():
+        raise KilnError(f"-o {args.output_dir}: is a file; expected a folder for the outputs")
     folder.mkdir(parents=True, exist_ok=True)
-    for k, out in enumerate(outs):
-        path = folder / f"output_{k}.npy"
+    for name, out in zip(output_files(model.outputs, len(outs)), outs):
+        path = folder / name
         np.save(path, out)
-        label = f" ({names[k]})" if len(names) == len(outs) else ""
-        print(f"{path}{label}: {out.dtype}{list(out.shape)}")
+        print(f"{path}: {out.dtype}{list(out.shape)}")
     return 0
 
 
-def _dims(items: list[str] | None) -> dict[str, int]:
-    out = {}
-    for item in items or []:
-        name, _, value = item.partition("=")
-        if not value.isdigit():
-            raise KilnError(f"--dim takes NAME=N, got {item!r}")
-        out[name] = int(value)
-    return out
+def output_files(specs: list[Any] | None, count: int) -> list[str]:
+    """A file name per output: the model's output names made safe for file names (distinct),
+    ``output_<k>.npy`` when the model does not name them."""
+    if specs is None or len(specs) != count:
+        return [f"output_{k}.npy" for k in range(count)]
+    names: list[str] = []
+    for k, spec in enumerate(specs):
+        stem = re.sub(r"[^\w.-]", "_", spec.name).strip(".") or f"output_{k}"
+        while f"{stem}.npy" in names:
+            stem = f"{stem}_{k}"
+        names.append(f"{stem}.npy")
+    return names
+
+
+def _dims(items: list[Any] | None) -> dict[str, int]:
+    """``--dim`` values: (name, size) pairs, or ``NAME=N`` texts (`kiln.cli.main.dim_value`)."""
+    pairs = [dim_value(i) if isinstance(i, str) else i for i in items or []]
+    return dict(pairs)
+
+
+def symbolic_dims(model: Any) -> list[str]:
+    """The names of the symbolic dims of the model's inputs, in order of appearance."""
+    found = [
+        str(d) for spec in model.inputs or () for d in spec.dims or () if not isinstance(d, int)
+    ]
+    return list(dict.fromkeys(found))
 
 
 def _example_inputs(model: Any, args: argparse.Namespace) -> dict[str, np.ndarray]:
@@ -110,30 +140,58 @@ def _example_inputs(model: Any, args: argparse.Namespace) -> dict[str, np.ndarra
             f"{args.model} records no input shapes (a library exported by an older kiln): "
             "export it again with this kiln, or pass the .onnx model"
         )
-    return example_inputs(model.inputs, model._call.params, _dims(args.dim))
+    sizes = _dims(args.dim)
+    known = symbolic_dims(model)
+    for name in sizes:
+        if name not in known:
+            has = f"its symbolic dims are {', '.join(known)}" if known else "its shapes are fixed"
+            raise KilnError(f"--dim {name}=...: the model has no symbolic dim {name!r} ({has})")
+    return example_inputs(model.inputs, model._call.params, sizes)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    if args.against and Path(args.model).suffix == ".so":
-        raise KilnError(f"--against {args.against} needs the .onnx model, not {args.model}")
+    against = list(dict.fromkeys(args.against))
+    if against and Path(args.model).suffix == ".so":
+        raise KilnError(f"--against {against[0]} needs the .onnx model, not {args.model}")
     model = _model(args)
     inputs = _example_inputs(model, args)
+    print(bench_header(model, inputs, _dims(args.dim), args))
     with tempfile.TemporaryDirectory() as tmp:
         lib = model.export(Path(tmp) / "model.so")
         feed = Path(tmp) / "inputs.npz"
         np.savez(feed, **inputs)
-        if args.against:
+        if against:
             _check_agreement(model, inputs, args.model)
-        print(f"{'runtime':<14} {'threads':>7} {'median ms':>10} {'min ms':>10}")
-        for n in threads:
-            rows = [("kiln", str(lib))]
-            if args.against:
-                rows.append(("onnxruntime", args.model))
-            for name, target in rows:
-                med, low = _timed(name, target, str(feed), n, args.runs)
-                print(f"{name:<14} {n:>7} {med:>10.3f} {low:>10.3f}")
+        print(f"{'runtime':<14} {'threads':>7} {'median ms':>10} {'min-max ms':>19} {'vs kiln':>8}")
+        for n in args.threads:
+            base = 0.0
+            for name, target in [("kiln", str(lib)), *((a, args.model) for a in against)]:
+                times = _timed(name, target, str(feed), n, args.runs)
+                med = float(np.median(times))
+                base = base or med
+                spread = f"{min(times):.3f}-{max(times):.3f}"
+                print(f"{name:<14} {n:>7} {med:>10.3f} {spread:>19} {med / base:>7.2f}x")
+    if against:
+        print(
+            "vs kiln: the runtime's median over kiln's at the same threads (above 1: kiln faster)"
+        )
     return 0
+
+
+def bench_header(
+    model: Any, inputs: dict[str, np.ndarray], sizes: dict[str, int], args: argparse.Namespace
+) -> str:
+    """What `kiln bench` measures: the inputs' shapes (and the symbolic dims it picked), the
+    calls timed and the thread counts."""
+    shapes = ", ".join(f"{k}: {v.dtype}[{','.join(map(str, v.shape))}]" for k, v in inputs.items())
+    picked = [d for d in symbolic_dims(model) if d not in sizes]
+    note = ""
+    if picked:
+        note = (f" ({', '.join(f'{d}=1' for d in picked)} picked; "
+                f"set with --dim {picked[0]}=N)")  # fmt: skip
+    threads = ",".join(map(str, args.threads))
+    return (f"inputs: {shapes}{note}\n{args.runs} timed calls per row after 3 warm-up calls; "
+            f"threads: {threads}")  # fmt: skip
 
 
 def _check_agreement(model: Any, inputs: dict[str, np.ndarray], path: str) -> None:
@@ -158,15 +216,16 @@ def _param_for(name: str, inputs: dict[str, Any]) -> str:
     return name if name in inputs else ident(name, "input")
 
 
-def _timed(runtime: str, target: str, feed: str, threads: int, runs: int) -> tuple[float, float]:
+def _timed(runtime: str, target: str, feed: str, threads: int, runs: int) -> list[float]:
+    """Milliseconds of each of ``runs`` calls, timed in a process of its own (`bench_worker`)."""
     env = config.child_env(KILN_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     cmd = [sys.executable, "-m", "kiln.cli.bench_worker", runtime, target, feed, str(threads),
            str(runs)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode:
-        raise KilnError(f"{runtime} timing failed: {proc.stderr.strip().splitlines()[-1:]}")
-    times = json.loads(proc.stdout.strip().splitlines()[-1])
-    return float(np.median(times)) * 1e3, float(np.min(times)) * 1e3
+        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise KilnError(f"{runtime} timing with {threads} thread(s) failed: {last}")
+    return [t * 1e3 for t in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
 COMMANDS = {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench}

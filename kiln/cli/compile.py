@@ -59,15 +59,57 @@ def _bar(total: int, quiet: bool) -> Any:
     )
 
 
-def parse_shapes(items: list[str] | None) -> dict[str, tuple[Any, ...]]:
-    """``name=1,3,224,224`` (a symbolic dim may be a name) as a shape_dict."""
+def parse_shapes(items: list[tuple[str, tuple[Any, ...]]] | None) -> dict[str, tuple[Any, ...]]:
+    """The ``--shape`` options (parsed by `kiln.cli.main.shape_value`) as a shape_dict."""
     out: dict[str, tuple[Any, ...]] = {}
-    for item in items or []:
-        name, _, dims = item.partition("=")
-        if not dims:
-            raise KilnError(f"--shape takes name=d0,d1,..., got {item!r}")
-        out[name] = tuple(int(d) if d.strip().lstrip("-").isdigit() else d.strip()
-                          for d in dims.split(","))  # fmt: skip
+    for name, dims in items or []:
+        if name in out:
+            raise KilnError(f"--shape gives input {name!r} twice; give each input once")
+        out[name] = dims
+    return out
+
+
+def check_shapes(path: str, shapes: dict[str, tuple[Any, ...]]) -> None:
+    """Check ``--shape`` against the ONNX model's inputs: each names an input and has its
+    rank; an input the model leaves without a shape needs one (errors name the option)."""
+    if Path(path).suffix == ".so" and shapes:
+        raise KilnError(f"--shape applies to an .onnx model; {path} is compiled (its shapes fixed)")
+    ranks = None if Path(path).suffix == ".so" else onnx_input_ranks(path)
+    if ranks is None:
+        return
+    listed = ", ".join(repr(n) for n in ranks) or "none"
+    for name, dims in shapes.items():
+        if name not in ranks:
+            raise KilnError(
+                f"--shape {name}=...: the model has no input {name!r} (inputs: {listed})"
+            )
+        if ranks[name] is not None and ranks[name] != len(dims):
+            raise KilnError(
+                f"--shape {name}={','.join(map(str, dims))}: {len(dims)} dim(s), but input "
+                f"{name!r} has rank {ranks[name]}: give {ranks[name]} dims"
+            )
+    for name, rank in ranks.items():
+        if rank is None and name not in shapes:
+            raise KilnError(
+                f"input {name!r} has no shape in the model: give one with --shape {name}=D0,D1,..."
+            )
+
+
+def onnx_input_ranks(path: str) -> dict[str, int | None] | None:
+    """The rank of each graph input of an ONNX file (None: no shape recorded), initializers
+    left out; None when the file does not parse (the import names the problem)."""
+    import onnx  # NOTE: an optional dependency (kiln[onnx]), needed only for .onnx files
+
+    try:
+        graph = onnx.load(path, load_external_data=False).graph
+    except Exception:  # NOTE: the frontend reports a bad file with its own message
+        return None
+    weights = {t.name for t in graph.initializer}
+    out: dict[str, int | None] = {}
+    for vi in graph.input:
+        if vi.name not in weights:
+            tt = vi.type.tensor_type
+            out[vi.name] = len(tt.shape.dim) if tt.HasField("shape") else None
     return out
 
 
@@ -83,6 +125,7 @@ def compile_model(
     compiled before with the same options loads from kiln's model cache, as `kiln.compile`.
     ``timer`` records the phases (and its table is printed to stderr at the end)."""
     if Path(path).suffix == ".so":
+        check_shapes(path, shapes or {})
         return load(path)
     clock = timer or CompileTimer()
     options = {"shape_dict": shapes} if shapes else {}
@@ -110,6 +153,7 @@ def _compile(
     key: str | None,
 ) -> CompiledModel:
     passes = default_relax_pipeline(tgt)
+    check_shapes(path, options.get("shape_dict", {}))
     with _bar(len(passes) + 2, quiet) as bar:
         bar.set_postfix_str("import")
         with clock.phase("import"):

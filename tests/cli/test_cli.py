@@ -74,7 +74,7 @@ def test_compile_then_run(model_file: Path, tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", x)
     out = kiln_cli("run", str(lib), "--input", f"x={tmp_path / 'x.npy'}", "-o", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    got = np.load(tmp_path / "output_0.npy")
+    got = np.load(tmp_path / "y.npy")  # named after the model's output
     np.testing.assert_allclose(got, reference(model_file, x), rtol=1e-5, atol=1e-5)
 
 

@@ -30,7 +30,8 @@ def test_profile_of_a_library_makes_its_inputs(library: Path, capsys) -> None:
 def test_bench_of_a_library_makes_its_inputs(library: Path, capsys) -> None:
     assert main(["bench", str(library), "--runs", "2", "--dim", "batch=3"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
-    assert rows[1][:2] == ["kiln", "1"] and float(rows[1][2]) > 0
+    assert rows[0] == ["inputs:", "x:", "float32[3,8]"]
+    assert rows[3][:2] == ["kiln", "1"] and float(rows[3][2]) > 0
 
 
 def test_bench_of_a_library_against_onnxruntime_asks_for_the_onnx(library: Path, capsys) -> None:
@@ -50,6 +51,6 @@ def test_run_of_a_library_names_inputs_and_outputs(
     x = np.random.default_rng(2).standard_normal((3, 8)).astype("float32")
     np.save(tmp_path / "x.npy", x)
     assert main(["run", str(library), "--input", str(tmp_path / "x.npy"), "-o", str(tmp_path)]) == 0
-    assert "output_0.npy (y): float32[3, 4]" in capsys.readouterr().out
-    got = np.load(tmp_path / "output_0.npy")
+    assert "y.npy: float32[3, 4]" in capsys.readouterr().out
+    got = np.load(tmp_path / "y.npy")
     np.testing.assert_allclose(got, reference(model_file, x), rtol=1e-5, atol=1e-5)
