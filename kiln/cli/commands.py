@@ -17,7 +17,6 @@ import numpy as np
 from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
 from kiln.cli.main import dim_value
-from kiln.driver.timing import CompileTimer
 from kiln.errors import KilnError
 from kiln.relax.frontend.common import ident
 
@@ -30,7 +29,7 @@ def _model(args: argparse.Namespace, quiet: bool = True) -> Any:
         args.exec_mode,
         parse_shapes(args.shape),
         quiet=quiet,
-        timer=CompileTimer() if timed else None,
+        time_passes=timed,
     )
 
 

@@ -1,18 +1,23 @@
-"""The compile step of the command line, with a progress bar over its stages on a terminal.
+"""The compile step of the command line, with progress on stderr that follows the real work.
 
 A model compiled before (same file bytes, shapes, target and kiln) loads from kiln's model
 cache (`kiln.driver.model_cache`), as with `kiln.compile`. Stages: import the model (a `.onnx`
-file, or an exported `.so` to load), each graph-level pass of `default_relax_pipeline`, then VM
-code generation and the C compiler over all kernels (one library). The bar (tqdm) is drawn only
-when stderr is a terminal; otherwise compiling is quiet. ``--time-passes`` (or
-``KILN_DEBUG=time``) prints where the time went, per phase and pass (`kiln.driver.timing`).
+file, or an exported `.so` to load), each graph-level pass of `default_relax_pipeline`, VM code
+generation, then the C compiler over the translation units (``compiling k/n C units``: n counts
+the units generated so far, which grows while kernels are still lowered), the link and the load.
+`Progress` is the compile's `CompileTimer`: the phases it enters and the units the compiler
+finishes (its ``detail`` hook, `kiln.runtime.parallel_build.compile_units`' ``report``) are the
+progress. On a terminal one line is redrawn; otherwise a line is printed every few seconds
+(logs, CI). ``-q`` prints nothing. ``--time-passes`` (or ``KILN_DEBUG=time``) prints where the
+time went, per phase and pass (`kiln.driver.timing`).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -28,35 +33,113 @@ from kiln.ir.transform import Pass, PassContext
 from kiln.runtime.vm_export import prebuild_runtime
 from kiln.runtime.vm_format import FuncKind
 
+STAGES = {
+    "import": "importing the model",
+    "runtime": "building kiln's runtime (once per machine)",
+    "vm codegen": "VM code generation",
+    "kernel cache lookup": "looking up kernels in the cache",
+    "load": "loading the library",
+    "cache store + load": "storing the model in the cache",
+}
+"""Phase (`CompileTimer` row) -> what progress says while it runs; other phases say nothing new."""
+
+
+class Progress(CompileTimer):
+    """A `CompileTimer` that also shows what the compile is doing (see the module docstring).
+
+    Phases are entered on the main thread; finished units are reported from compiler threads
+    (only counters change there); a daemon thread prints, every ``interval`` seconds."""
+
+    def __init__(
+        self, stream: TextIO | None = None, quiet: bool = False, interval: float | None = None
+    ) -> None:
+        super().__init__()
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = self.stream.isatty()
+        self.interval = interval or (0.2 if self.tty else 3.0)
+        self.stage = "starting"
+        self.generated = 0
+        self.compiled = 0
+        self.compiling = False
+        self._stop = threading.Event()
+        self._shown = ""
+        self._names: list[str] = []
+
+    def enter(self, name: str) -> None:
+        super().enter(name)
+        self._names.append(name)
+        if name == "c codegen":
+            self.generated += 1
+        elif name == "c compile (waiting) + link":
+            self.compiling = True
+        elif name in STAGES:
+            self.compiling = False
+            self.stage = STAGES[name]
+
+    def leave(self) -> None:
+        super().leave()
+        self._names.pop()
+
+    def detail(self, name: str, wall: float) -> None:
+        super().detail(name, wall)
+        if name.startswith("cc unit"):
+            self.compiled += 1
+        elif name == "link":
+            self.stage, self.compiling = "linking", False
+
+    def graph_pass(self, k: int, n: int, name: str) -> None:
+        """Pass ``k`` of the ``n`` graph-level passes, ``name``, starts."""
+        self.stage = f"graph pass {k}/{n}: {name}"
+
+    def status(self) -> str:
+        """What the compile does now."""
+        if not self.compiling:
+            return self.stage
+        done = f"compiling {self.compiled}/{max(self.generated, self.compiled)} C units"
+        if self._names and self._names[-1] != "c compile (waiting) + link":
+            return f"{done}, generating unit {self.generated + 1}"
+        return done
+
+    def show(self, final: bool = False) -> None:
+        """Print the status: redraw the line on a terminal, else a new line."""
+        text = f"kiln compile [{self.total()[0]:5.1f} s] {self.status()}"
+        if self.tty:
+            self.stream.write(f"\r{text[:99]:<99}" + ("\n" if final else ""))
+        elif text != self._shown or final:
+            self.stream.write(text + "\n")
+        self._shown = text
+        self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.show()
+
+    def __enter__(self) -> Progress:
+        if not self.quiet:
+            threading.Thread(target=self._tick, name="kiln-progress", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if not self.quiet and self.tty:
+            self.stream.write("\r" + " " * 99 + "\r")  # NOTE: the line goes; `wrote ...` stays
+            self.stream.flush()
+
 
 class _Ticking(Pass):
-    """A pass that runs ``inner`` and advances the progress bar."""
+    """A pass that runs ``inner`` and tells `Progress` which graph pass runs."""
 
     name = "ticking"
 
-    def __init__(self, inner: Pass, bar: Any) -> None:
+    def __init__(self, inner: Pass, progress: Progress, k: int, n: int) -> None:
         self.inner = inner
-        self.bar = bar
+        self.progress = progress
+        self.k, self.n = k, n
 
     def __call__(self, mod: Any, ctx: PassContext | None = None) -> Any:
-        self.bar.set_postfix_str(self.inner.name)
-        out = self.inner(mod, ctx)
-        self.bar.update(1)
-        return out
-
-
-def _bar(total: int, quiet: bool) -> Any:
-    import shutil
-
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total,
-        desc="kiln compile",
-        unit="stage",
-        ncols=min(shutil.get_terminal_size().columns, 100),
-        disable=quiet or not sys.stderr.isatty(),
-    )
+        self.progress.graph_pass(self.k, self.n, self.inner.name)
+        return self.inner(mod, ctx)
 
 
 def parse_shapes(items: list[tuple[str, tuple[Any, ...]]] | None) -> dict[str, tuple[Any, ...]]:
@@ -119,15 +202,15 @@ def compile_model(
     exec_mode: str = "compiled",
     shapes: dict[str, Any] | None = None,
     quiet: bool = False,
-    timer: CompileTimer | None = None,
+    time_passes: bool = False,
 ) -> CompiledModel:
     """A compiled model from an ONNX file (or an exported `.so`, loaded as it is); a model
     compiled before with the same options loads from kiln's model cache, as `kiln.compile`.
-    ``timer`` records the phases (and its table is printed to stderr at the end)."""
+    Progress goes to stderr unless ``quiet``; ``time_passes`` prints the phases' times there."""
     if Path(path).suffix == ".so":
         check_shapes(path, shapes or {})
         return load(path)
-    clock = timer or CompileTimer()
+    clock = Progress(quiet=quiet)
     options = {"shape_dict": shapes} if shapes else {}
     tgt = Target(target)
     with clock.phase("cache key"):
@@ -135,11 +218,14 @@ def compile_model(
     with clock.phase("cache lookup + load"):
         hit = cached_model(key)
     if hit is None:
-        if key is not None:  # NOTE: kiln.compile's reason (kiln.driver.model)
-            prebuild_runtime(model_flags(tgt))
-        hit = _compile(path, tgt, exec_mode, options, quiet, clock, key)
-    if timer is not None:
-        print(timer.table(), file=sys.stderr)
+        check_shapes(path, shapes or {})
+        with clock:
+            if key is not None:  # NOTE: kiln.compile's reason (kiln.driver.model)
+                with clock.phase("runtime"):
+                    prebuild_runtime(model_flags(tgt))
+            hit = _compile(path, tgt, exec_mode, options, clock, key)
+    if time_passes:
+        print(clock.table(), file=sys.stderr)
     return hit
 
 
@@ -148,23 +234,19 @@ def _compile(
     tgt: Target,
     exec_mode: str,
     options: dict[str, Any],
-    quiet: bool,
-    clock: CompileTimer,
+    clock: Progress,
     key: str | None,
 ) -> CompiledModel:
     passes = default_relax_pipeline(tgt)
-    check_shapes(path, options.get("shape_dict", {}))
-    with _bar(len(passes) + 2, quiet) as bar:
-        bar.set_postfix_str("import")
-        with clock.phase("import"):
-            mod = as_ir_module(path, **options)
-        bar.update(1)
-        pipeline = [_Ticking(p, bar) for p in passes]
-        bar.set_postfix_str("vm codegen + C compiler")
-        exe = build(mod, tgt, exec_mode, pipeline=pipeline, timer=clock)
-        bar.update(1)
+    with clock.phase("import"):
+        mod = as_ir_module(path, **options)
+    pipeline = [_Ticking(p, clock, k + 1, len(passes)) for k, p in enumerate(passes)]
+    exe = build(mod, tgt, exec_mode, pipeline=pipeline, timer=clock)
     with clock.phase("cache store + load"):
-        return stored_model(key, exe, input_specs(mod))
+        model = stored_model(key, exe, input_specs(mod))
+    if not clock.quiet and not clock.tty:
+        clock.show(final=True)
+    return model
 
 
 def kernel_count(model: CompiledModel) -> int:

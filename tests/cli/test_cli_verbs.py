@@ -4,6 +4,7 @@ error, 130: Ctrl-C), output files named after the model's outputs and bench's ta
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -70,6 +71,17 @@ def conv_chain(layers: int, size: int = 8) -> onnx.ModelProto:
     y = helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, cin, size, size])
     graph = helper.make_graph(nodes, "convs", [x], [y], initializer=inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def conv_reference(x: np.ndarray, layers: int) -> np.ndarray:
+    """`conv_chain` in numpy (its weights drawn again from the same seed)."""
+    rng = np.random.default_rng(layers)
+    for i in range(layers):
+        w = rng.standard_normal((4 + i, x.shape[1], 3, 3)).astype("float32")
+        pad = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(pad, (3, 3), axis=(2, 3))
+        x = np.maximum(np.einsum("nchwij,ocij->nohw", win, w), 0)
+    return x
 
 
 @pytest.fixture(scope="module")
@@ -264,3 +276,44 @@ def test_inspect_a_library_lists_its_kernels(files: dict[str, Path]) -> None:
     bad = kiln_cli("inspect", str(files["root"] / "w.npy"), cache=files["cache"])
     assert bad.returncode == 1 and bad.stderr.startswith("kiln inspect: error: ")
     assert "is not an ONNX model" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
+def test_compile_progress_follows_the_work(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kiln.cli import compile as cli_compile
+
+    real = cli_compile.Progress
+    made: list[cli_compile.Progress] = []
+    stream = io.StringIO()
+
+    def progress(quiet: bool) -> cli_compile.Progress:
+        made.append(real(stream, quiet, interval=0.005))
+        return made[-1]
+
+    monkeypatch.setattr(cli_compile, "Progress", progress)
+    monkeypatch.setenv("KILN_CACHE_DIR", str(files["root"] / "progress-cache"))
+    model = cli_compile.compile_model(str(save(conv_chain(4), files["root"] / "p.onnx")))
+    lines = stream.getvalue().splitlines()
+    assert lines and all(re.match(r"kiln compile \[ *[\d.]+ s\] \S", line) for line in lines)
+    passes = [int(m.group(1)) for line in lines if (m := re.search(r"graph pass (\d+)/", line))]
+    assert passes == sorted(passes)
+    units = [tuple(map(int, m.groups())) for line in lines
+             if (m := re.search(r"compiling (\d+)/(\d+) C units", line))]  # fmt: skip
+    assert units and all(k <= n for k, n in units) and units == sorted(units)
+    # each unit generated (a fresh cache: none reused) and the list of exposed functions
+    # was counted once, when the compiler finished it
+    assert made[0].compiled == made[0].rows["c codegen"][2] + 1 == units[-1][0]
+    x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype("float32")
+    np.testing.assert_allclose(model(image=x).numpy(), conv_reference(x, 4), rtol=1e-4, atol=1e-4)
+    assert lines[-1].endswith("storing the model in the cache")
+
+
+def test_compile_progress_without_a_terminal_and_quiet(files: dict[str, Path]) -> None:
+    cache = files["root"] / "progress-cli-cache"
+    lib = files["root"] / "progress.so"
+    out = kiln_cli("compile", str(files["mlp"]), "-o", str(lib), cache=cache)
+    assert out.returncode == 0 and out.stdout.startswith(f"wrote {lib}")
+    assert re.fullmatch(r"(kiln compile \[ *[\d.]+ s\] [^\n]+\n)+", out.stderr), out.stderr
+    out = kiln_cli("compile", str(files["conv"]), "-o", str(lib), "-q", cache=cache)
+    assert out.returncode == 0 and out.stderr == "" and out.stdout == ""

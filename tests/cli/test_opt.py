@@ -29,7 +29,7 @@ NOT_PASSES = {
     "kiln.ir.transform.Sequential": "runs a list of passes",
     "kiln.relax.function_pass.FunctionPass": "base of per-function relax passes",
     "kiln.tir.function.PrimFuncPass": "base of per-PrimFunc passes",
-    "kiln.cli.compile._Ticking": "kiln compile's progress bar around a pass",
+    "kiln.cli.compile._Ticking": "kiln compile's progress around a pass",
 }
 """The `Pass` subclasses under kiln/ that are machinery, not passes (why, for each)."""
 
