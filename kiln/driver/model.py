@@ -12,6 +12,8 @@
     model(x, w, out=buf)                      # results written into the caller's arrays
     fut = model.run_async({"x": x, "w": w})   # a concurrent.futures.Future of run's list
     model.inputs, model.outputs               # names, dtypes, dims (symbolic ones by name)
+    model = kiln.compile(mod, num_threads=2)  # its parallel loops on 2 threads at most
+    model.set_num_threads(1)                  # (per model: a cap set around each call)
     print(model.profile(x, w))                # per-kernel table: medians of warm calls
     path = model.export("model.so")           # one shared library
     model = kiln.load("model.so")             # in any process: runtime modules only
@@ -64,7 +66,7 @@ from kiln.runtime.fma_peak import fma_peak_gflops
 from kiln.runtime.ndarray import NDArray
 from kiln.runtime.profile import DEFAULT_REPEAT, DEFAULT_WARMUP
 from kiln.runtime.tensor import Device
-from kiln.runtime.thread_pool import pool_threads
+from kiln.runtime.thread_pool import call_threads_function, pool_threads
 from kiln.runtime.vm import ProfileReport
 from kiln.runtime.vm_export import load_executable, prebuild_runtime
 from kiln.runtime.vm_format import Executable, TensorSpec
@@ -130,6 +132,9 @@ class CompiledModel:
         thread (kiln.load the library again) to run calls side by side."""
         self._executor: ThreadPoolExecutor | None = None
         """The thread `run_async` calls run on, started by the first."""
+        self._threads: int | None = None
+        """The threads this model's parallel loops use (`set_num_threads`); None: the pool's."""
+        self._cap_threads: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The entry function's result for these inputs; with ``out=[arrays]`` (a keyword,
@@ -143,7 +148,38 @@ class CompiledModel:
         with self._lock:
             return self._compute(args, kwargs)
 
+    def set_num_threads(self, n: int | None) -> None:
+        """Run this model's parallel loops on at most ``n`` threads (the caller included; None:
+        all of the process's pool, `kiln.config.pool_threads`). The cap is set around each call
+        on the calling thread, so models with different settings keep theirs in one process.
+        NOTE: the pool is shared: ``n`` above its size gets the pool's size, and loops kiln
+        emits as OpenMP regions (bodies that may raise) are not capped."""
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise KilnError(f"num_threads must be a positive int or None, got {n!r}")
+        if n is not None and self._cap_threads is None:
+            self._cap_threads = call_threads_function()
+            if self._cap_threads is None:
+                raise KilnError(
+                    "num_threads needs kiln's thread pool with per-call caps; the process's "
+                    "pool came from a model exported by an older kiln: re-export it"
+                )
+        self._threads = n
+
+    @property
+    def num_threads(self) -> int | None:
+        """The cap `set_num_threads` set (None: the whole pool)."""
+        return self._threads
+
     def _compute(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._threads is None:
+            return self._dispatch(args, kwargs)
+        before = self._cap_threads(self._threads)
+        try:
+            return self._dispatch(args, kwargs)
+        finally:
+            self._cap_threads(before)
+
+    def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # NOTE: the input checks and the bucket pick depend only on the inputs' dtypes and
         # shapes, so a call whose (dtype, shape)s passed before goes straight to the function
         # picked then: 3.5 us of a 24 us call of a bucketed GPT-2 at 1x8 (one thread).
@@ -267,12 +303,20 @@ def compile(  # noqa: A001 - the public name kiln.compile
     example_args: Any = None,
     external_codegens: Sequence[str] = (),
     dims: dict[str, Any] | None = None,
+    num_threads: int | None = None,
     **options: Any,
 ) -> CompiledModel:
     """Compile a model for ``target`` and load it (see the module docstring). ``options`` go to
     the frontend: ``shape_dict``/``dtype_dict``/``opset`` for ONNX, ``dynamic_shapes`` for
     torch; the subgraphs that the external codegens named in ``external_codegens`` support go
-    to them; ``dims`` declares sizes of symbolic dims (`kiln.driver.dims`)."""
+    to them; ``dims`` declares sizes of symbolic dims (`kiln.driver.dims`); ``num_threads``
+    caps the model's threads (`CompiledModel.set_num_threads`)."""
+    if num_threads is not None:
+        model = compile(obj, target, exec_mode, entry=entry, device=device,
+                        example_args=example_args, external_codegens=external_codegens,
+                        dims=dims, **options)  # fmt: skip
+        model.set_num_threads(num_threads)
+        return model
     if dims is not None:
         declared = DeclaredDims.parse(dims)
         again = dict(entry=entry, device=device, example_args=example_args)
@@ -370,11 +414,16 @@ def cached_model(
 
 
 def load(
-    path: str | os.PathLike[str], device: Device | None = None, entry: str = "main"
+    path: str | os.PathLike[str],
+    device: Device | None = None,
+    entry: str = "main",
+    num_threads: int | None = None,
 ) -> CompiledModel:
-    """A model exported with `CompiledModel.export` (or `Executable.export_library`)."""
+    """A model exported with `CompiledModel.export` (or `Executable.export_library`);
+    ``num_threads`` as for `compile`."""
     if not Path(path).is_file():
         raise KilnError(f"kiln.load: no file {str(path)!r}")
     model = CompiledModel(load_executable(load_module(path)), device, entry)
     model.path = Path(path)
+    model.set_num_threads(num_threads)
     return model

@@ -33,7 +33,12 @@
    for whole runs (small CNN, 2 threads, runs of 3000 calls interleaved: 198-330 us counting
    them, 193-210 not; under two busy loops, the encoder: 4.0-4.9 ms counting, 3.7-3.9 not).
    A job started while another runs (a parallel loop inside a parallel loop, or a second calling
-   thread) runs on its caller alone. */
+   thread) runs on its caller alone.
+   A calling thread may cap the threads its own jobs use (the caller included) with
+   __kiln_pool_call_threads(n) (a thread-local; 0: all): a model with num_threads sets it around
+   each call (kiln/driver/model.py). Workers whose share index is not below the cap stay out of
+   such a job. NOTE: a tvm-ffi function beside the KilnPoolApi table, not a field of it, so
+   models exported before it keep loading (an old copy has no cap: kiln/runtime/thread_pool.py). */
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
@@ -80,6 +85,8 @@ static struct {
   int caller_cpu;        /* where the last job's caller ran (sched_getcpu) */
 } P = {.start_lock = PTHREAD_MUTEX_INITIALIZER, .caller_cpu = -1};
 
+static __thread int call_threads; /* this thread's cap on a job's threads; 0: none */
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -115,7 +122,8 @@ static void help(int self) {
   unsigned s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
   while (s & OPEN) {
     if (__atomic_compare_exchange_n(&P.state, &s, s + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      run_chunks(self);
+      /* inside, the job cannot close: P.parts is this job's (a capped job leaves us out) */
+      if (self < P.parts) run_chunks(self);
       __atomic_fetch_sub(&P.state, 1, __ATOMIC_RELEASE);
       return;
     }
@@ -229,8 +237,10 @@ static int kiln_pool_threads(void) { return P.workers + 1; }
 
 static void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx) {
   int expected = 0;
+  int parts = P.workers + 1;
+  if (call_threads > 0 && call_threads < parts) parts = call_threads;
   if (n <= 0) return;
-  if (n < 2 || n < grain || P.workers == 0 ||
+  if (n < 2 || n < grain || parts == 1 ||
       !__atomic_compare_exchange_n(&P.busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     fn(ctx, 0, n);
     return;
@@ -246,7 +256,6 @@ static void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx)
      threads no call took under 170 us and the most common took 170-180; with shares, 1700-2400
      calls took 160-170 us. 4 chunks per share: a thread that arrives late or is descheduled
      leaves its share to the others, at the price of one atomic add per chunk. */
-  int parts = P.workers + 1;
   P.fn = fn;
   P.ctx = ctx;
   __atomic_store_n(&P.caller_cpu, sched_getcpu(), __ATOMIC_RELAXED);
@@ -271,6 +280,22 @@ static void kiln_pool_run(int64_t n, int64_t grain, kiln_range_fn fn, void* ctx)
     }
   }
   __atomic_store_n(&P.busy, 0, __ATOMIC_RELEASE);
+}
+
+/* (n: int) -> the calling thread's previous cap (see the header); n <= 0 removes it. */
+TVM_FFI_DLL_EXPORT int __tvm_ffi___kiln_pool_call_threads(void* self, const TVMFFIAny* args,
+                                                          int32_t num_args, TVMFFIAny* result) {
+  (void)self;
+  if (num_args != 1 || args[0].type_index != kTVMFFIInt) {
+    TVMFFIErrorSetRaisedFromCStr("TypeError", "__kiln_pool_call_threads takes one int");
+    return -1;
+  }
+  int64_t n = args[0].v_int64;
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = call_threads;
+  call_threads = n <= 0 ? 0 : (n > KILN_POOL_MAX ? KILN_POOL_MAX : (int)n);
+  return 0;
 }
 
 /* Bumped whenever KilnPoolApi or the meaning of one of its functions changes

@@ -10,10 +10,11 @@ The pool is part of kiln's runtime library (`kiln.runtime.vm_runtime`): the proc
 the one of the process's runtime, the copy inside the first exported model it loads, or else the
 compiled one. A kernel library finds it through the global tvm-ffi function
 ``kiln.runtime.thread_pool`` (registered when this module is imported; no arguments), which
-returns the address of `kiln_pool_run`; the library keeps that address. When the process has
-no pool and cannot get one (no C compiler and no exported model loaded, or an incomplete
-installation), the function warns (`RuntimeWarning`, naming why) and the library runs its
-parallel loops on the calling thread.
+returns the address of `kiln_pool_run`; the library keeps that address. A thread may cap
+the threads of the loops it starts (`call_threads_function`: a model's ``num_threads``).
+When the process has no pool and cannot get one (no C compiler and no exported model loaded,
+or an incomplete installation), the function warns (`RuntimeWarning`, naming why) and the
+library runs its parallel loops on the calling thread.
 """
 
 from __future__ import annotations
@@ -37,6 +38,20 @@ def process_pool() -> ThreadPool:
 def pool_threads() -> int:
     """The threads the pool runs a parallel loop on (the caller included)."""
     return process_pool().threads()
+
+
+CALL_THREADS_FUNC = "__kiln_pool_call_threads"
+"""The runtime's function that caps the threads of the calling thread's jobs (thread_pool.c)."""
+
+
+def call_threads_function() -> tvm_ffi.Function | None:
+    """``f(n) -> previous``: cap the parallel loops the calling thread starts at ``n`` threads
+    (the caller included; 0: no cap), returning the cap before. None when the process's pool is
+    the copy of a model exported before kiln had it (then loops use the whole pool)."""
+    module = load_vm_runtime().module
+    if not module.implements_function(CALL_THREADS_FUNC):
+        return None
+    return module.get_function(CALL_THREADS_FUNC)
 
 
 def _entry() -> int:

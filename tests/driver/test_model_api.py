@@ -1,11 +1,12 @@
 """The session-like model object: ``inputs`` / ``outputs`` metadata, onnxruntime's
 ``run(output_names, feeds)``, results written into caller-provided arrays (``out=``), inputs
 that need a copy (lists, strided arrays and tensors) or are refused naming the input, and
-``run_async``. Every number is compared with numpy."""
+``run_async``, per-model thread counts. Every number is compared with numpy."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,9 @@ import pytest
 import kiln
 from kiln.driver.model import CompiledModel
 from kiln.errors import FrontendError, KilnError
+from kiln.runtime.thread_pool import call_threads_function, pool_threads
+from kiln.script import ir as I
+from kiln.script import relax as R
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -225,3 +229,54 @@ def test_run_async_future_raises_the_calls_error(model: CompiledModel) -> None:
     future = model.run_async({"image": np.zeros((2, 7), np.float32)})
     with pytest.raises(KilnError, match=r"input 'image' has shape \(2, 7\): dim 1 must be 8"):
         future.result(timeout=60)
+
+
+@I.ir_module
+class Wide:
+    @R.function
+    def main(x: R.Tensor((512, 2048), "float32")):
+        with R.dataflow():
+            y = R.exp(R.tanh(R.sigmoid(x)))
+            R.output(y)
+        return y
+
+
+def _others_cpu(model: CompiledModel, x: np.ndarray, calls: int = 20) -> tuple[float, float]:
+    """(CPU seconds of the process's other threads, of this thread) over ``calls`` calls, after
+    the pool's workers have gone to sleep. NOTE: CPU time, not wall time, shows who worked:
+    this machine's other load makes a parallel loop's wall time say little."""
+    time.sleep(0.2)
+    proc, mine = time.process_time(), time.thread_time()
+    for _ in range(calls):
+        model(x)
+    mine = time.thread_time() - mine
+    return time.process_time() - proc - mine, mine
+
+
+def test_num_threads_caps_each_models_parallel_loops(tmp_path: Path) -> None:
+    if pool_threads() < 2:
+        pytest.skip("the process's pool has one thread (KILN_NUM_THREADS=1 or one CPU)")
+    one = kiln.compile(Wide, num_threads=1)
+    two = kiln.load(one.export(tmp_path / "wide.so"), num_threads=2)
+    assert (one.num_threads, two.num_threads) == (1, 2)
+    x = np.random.default_rng(1).random((512, 2048), dtype=np.float32)
+    want = np.exp(np.tanh(1 / (1 + np.exp(-x))))
+    for m in (one, two):
+        np.testing.assert_allclose(m(x).numpy(), want, rtol=1e-5)
+    for _ in range(2):  # interleaved: each model keeps its own setting
+        others, mine = _others_cpu(one, x)
+        assert others < 0.05 * mine, (others, mine)
+        shares = [_others_cpu(two, x) for _ in range(3)]
+        assert max(o / (o + m) for o, m in shares) > 0.15, shares
+    cap = call_threads_function()
+    assert cap is not None and cap(0) == 0  # restored after each call
+    one.set_num_threads(None)
+    assert one.num_threads is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_num_threads_must_be_a_positive_int(model: CompiledModel, bad: object) -> None:
+    with pytest.raises(
+        KilnError, match=rf"num_threads must be a positive int or None, got {bad!r}"
+    ):
+        model.set_num_threads(bad)  # type: ignore[arg-type]
