@@ -125,7 +125,7 @@ class CompiledModel:
         """The declared dims (``dims=``): bounds checked per call, bucket models picked."""
         self._checked: dict[tuple[Any, ...], Any] = {}
         """Positional ndarray inputs' (dtype, shape)s that passed the checks -> the function
-        to call (the entry, or the bucket model's): see `_compute`."""
+        to call (the entry, or the bucket model's): see `_dispatch`."""
         self._lock = threading.Lock()
         """Held for each call. NOTE: the VM keeps per-machine state between calls (memoized
         results, profile records), so one model runs one call at a time; use one model per
