@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -17,11 +16,13 @@ import numpy as np
 from kiln import config
 from kiln.cli.compile import compile_model, example_inputs, kernel_count, parse_shapes
 from kiln.cli.main import dim_value
+from kiln.cli.run import output_arrays
 from kiln.errors import KilnError
 from kiln.relax.frontend.common import ident
 
 
-def _model(args: argparse.Namespace, quiet: bool = True) -> Any:
+def compile_for(args: argparse.Namespace, quiet: bool = True) -> Any:
+    """The model the verb's arguments name, compiled (or loaded: a .so) with their options."""
     timed = getattr(args, "time_passes", False) or config.load().time_passes
     return compile_model(
         args.model,
@@ -33,10 +34,7 @@ def _model(args: argparse.Namespace, quiet: bool = True) -> Any:
     )
 
 
-def _outputs(value: Any) -> list[np.ndarray]:
-    if isinstance(value, (tuple, list)):
-        return [a for v in value for a in _outputs(v)]
-    return [value.numpy() if hasattr(value, "numpy") else np.asarray(value)]
+_model = compile_for  # NOTE: the name kiln.cli.profile imports
 
 
 def _check_output(path: str) -> None:
@@ -59,63 +57,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
             f"{time.perf_counter() - t0:.1f} s)"
         )
     return 0
-
-
-def _read_inputs(items: list[str], params: tuple[str, ...]) -> tuple[list, dict]:
-    positional, named = [], {}
-    for item in items:
-        name, sep, file = item.partition("=")
-        if not sep:
-            name, file = "", item
-        if not Path(file).is_file():
-            raise KilnError(f"no input file {file!r}")
-        value = np.load(file)
-        if name:
-            named[name] = value
-        else:
-            positional.append(value)
-    return positional, named
-
-
-def _expected(model: Any) -> str:
-    if model.inputs is None:
-        return ", ".join(model._call.params)
-    return "; ".join(spec.describe() for spec in model.inputs)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    model = _model(args)
-    params = model._call.params
-    positional, named = _read_inputs(args.input, params)
-    if len(positional) + len(named) != len(params):
-        raise KilnError(
-            f"the model takes {len(params)} input(s), {_expected(model)}; got "
-            f"{len(positional) + len(named)} (pass each with --input NAME=FILE.npy)"
-        )
-    outs = _outputs(model(*positional, **named))
-    folder = Path(args.output_dir)
-    if folder.exists() and not folder.is_dir():
-        raise KilnError(f"-o {args.output_dir}: is a file; expected a folder for the outputs")
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, out in zip(output_files(model.outputs, len(outs)), outs):
-        path = folder / name
-        np.save(path, out)
-        print(f"{path}: {out.dtype}{list(out.shape)}")
-    return 0
-
-
-def output_files(specs: list[Any] | None, count: int) -> list[str]:
-    """A file name per output: the model's output names made safe for file names (distinct),
-    ``output_<k>.npy`` when the model does not name them."""
-    if specs is None or len(specs) != count:
-        return [f"output_{k}.npy" for k in range(count)]
-    names: list[str] = []
-    for k, spec in enumerate(specs):
-        stem = re.sub(r"[^\w.-]", "_", spec.name).strip(".") or f"output_{k}"
-        while f"{stem}.npy" in names:
-            stem = f"{stem}_{k}"
-        names.append(f"{stem}.npy")
-    return names
 
 
 def _dims(items: list[Any] | None) -> dict[str, int]:
@@ -201,7 +142,7 @@ def _check_agreement(model: Any, inputs: dict[str, np.ndarray], path: str) -> No
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = {i.name: inputs[_param_for(i.name, inputs)] for i in sess.get_inputs()}
     ref = sess.run(None, feed)
-    got = _outputs(model(**inputs))
+    got = output_arrays(model(**inputs))
     worst = 0.0
     for r, g in zip(ref, got):
         if not np.allclose(g, r, rtol=2e-3, atol=2e-3):
@@ -227,4 +168,4 @@ def _timed(runtime: str, target: str, feed: str, threads: int, runs: int) -> lis
     return [t * 1e3 for t in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
-COMMANDS = {"compile": cmd_compile, "run": cmd_run, "bench": cmd_bench}
+COMMANDS = {"compile": cmd_compile, "bench": cmd_bench}

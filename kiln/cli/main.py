@@ -32,7 +32,7 @@ from kiln.errors import KilnError
 
 VERBS = {
     "compile": "kiln.cli.commands",
-    "run": "kiln.cli.commands",
+    "run": "kiln.cli.run",
     "bench": "kiln.cli.commands",
     "profile": "kiln.cli.profile",
     "inspect": "kiln.cli.inspect",

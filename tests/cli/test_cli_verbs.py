@@ -317,3 +317,38 @@ def test_compile_progress_without_a_terminal_and_quiet(files: dict[str, Path]) -
     assert re.fullmatch(r"(kiln compile \[ *[\d.]+ s\] [^\n]+\n)+", out.stderr), out.stderr
     out = kiln_cli("compile", str(files["conv"]), "-o", str(lib), "-q", cache=cache)
     assert out.returncode == 0 and out.stderr == "" and out.stdout == ""
+
+
+COMPILER = ("kiln.driver", "kiln.relax", "kiln.tir", "kiln.te", "kiln.codegen", "kiln.cli.compile")
+
+
+def test_run_of_a_library_loads_no_compiler(files: dict[str, Path]) -> None:
+    """``kiln run model.so`` imports what running needs, none of the compiler (start-up)."""
+    root = files["root"]
+    lib = root / "startup.so"
+    assert (
+        kiln_cli(
+            "compile", str(files["mlp"]), "-o", str(lib), "-q", cache=files["cache"]
+        ).returncode
+        == 0
+    )
+    x = np.random.default_rng(5).standard_normal((2, 8)).astype("float32")
+    np.save(root / "x2.npy", x)
+    code = (
+        "import sys\nfrom kiln.cli.main import main\n"
+        f"code = main(['run', {str(lib)!r}, '--input', {str(root / 'x2.npy')!r}, "
+        f"'-o', {str(root / 'startup')!r}])\n"
+        f"print(code, sorted(m for m in sys.modules if m.startswith({COMPILER!r})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.splitlines()[-1] == "0 []", out.stdout + out.stderr
+    logits = x @ np.load(root / "w.npy") + np.load(root / "b.npy")
+    got = np.load(root / "startup/probs_relu.npy")
+    np.testing.assert_allclose(got, np.maximum(logits, 0), rtol=1e-5, atol=1e-5)
+    np.save(root / "bad.npy", np.zeros((2, 5), "float32"))
+    bad = kiln_cli("run", str(lib), "--input", f"x={root / 'bad.npy'}", cache=files["cache"])
+    assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1
+    assert (
+        bad.stderr.startswith("kiln run: error: ") and "x.shape[1] expected 8, got 5" in bad.stderr
+    )
+    assert "(the model takes x: float32[batch, 8])" in bad.stderr
