@@ -61,7 +61,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def _dims(items: list[Any] | None) -> dict[str, int]:
     """``--dim`` values: (name, size) pairs, or ``NAME=N`` texts (`kiln.cli.main.dim_value`)."""
-    pairs = [dim_value(i) if isinstance(i, str) else i for i in items or []]
+    try:
+        pairs = [dim_value(i) if isinstance(i, str) else i for i in items or []]
+    except argparse.ArgumentTypeError as e:
+        raise KilnError(f"--dim: {e}") from None
     return dict(pairs)
 
 

@@ -139,10 +139,15 @@ BAD = [
      "--shape x=batch: 1 dim(s), but input 'x' has rank 2"),
     (["bench", "{mlp}", "--against", "tensorflow"], 2, "argument --against: invalid choice"),
     (["frobnicate"], 2, "argument COMMAND: invalid choice"),
+    (["profile", "{mlp}", "--dim", "batch=0"], 1, "--dim: expected NAME=N (N >= 1"),
+    (["profile", "{conv}", "--dim", "batch=2"], 1, "the model has no symbolic dim 'batch'"),
+    ([], 2, "the following arguments are required: COMMAND"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("args", "code", "says"), BAD, ids=[" ".join(b[0]) for b in BAD])
+@pytest.mark.parametrize(
+    ("args", "code", "says"), BAD, ids=[" ".join(b[0]) or "(none)" for b in BAD]
+)
 def test_a_wrong_argument_is_one_line(
     args: list[str], code: int, says: str, files: dict[str, Path]
 ) -> None:
@@ -158,7 +163,7 @@ def test_a_wrong_argument_is_one_line(
     lines = out.stderr.strip().splitlines()
     assert out.returncode == code, out.stderr
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
-    verb = args[0] if args[0] != "frobnicate" else ""
+    verb = args[0] if args and args[0] != "frobnicate" else ""
     assert lines[0].startswith(f"kiln {verb}".strip() + ": error: ")
     assert says.format(**fill) in lines[0]
 
