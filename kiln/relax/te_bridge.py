@@ -33,7 +33,7 @@ from kiln.relax.expr import (
 from kiln.relax.struct_info import INT64, TensorStructInfo, TupleStructInfo
 from kiln.te.tensor import AxisVar, ComputeOp, PlaceholderOp
 from kiln.tir.buffer import decl_buffer
-from kiln.tir.expr import Cast, IntImm, PrimExpr
+from kiln.tir.expr import Cast, IntImm, Let, PrimExpr
 from kiln.tir.expr import Var as TirVar
 from kiln.tir.expr import const as tir_const
 from kiln.tir.function import PrimFunc
@@ -173,8 +173,10 @@ def _graph(outs: Sequence[te.Tensor]) -> tuple[list[te.Tensor], list[TirVar]]:
             things.append(t.op.body)
             things.extend(k.dom for k in t.op.reduce_axis)
             stack.extend(t.op.input_tensors)
-        for n in pre_order_nodes(tuple(things)):
-            if isinstance(n, TirVar) and not isinstance(n, AxisVar):
+        nodes = list(pre_order_nodes(tuple(things)))
+        local = {id(n.var) for n in nodes if isinstance(n, Let)}  # bound inside the body
+        for n in nodes:
+            if isinstance(n, TirVar) and not isinstance(n, AxisVar) and id(n) not in local:
                 found.setdefault(id(n), n)
     return used, list(found.values())
 

@@ -26,7 +26,7 @@ from kiln.te.prim_attach import nested_inside
 from kiln.te.schedule import Schedule, Stage, create_schedule
 from kiln.te.tensor import AxisVar, ComputeOp, Tensor
 from kiln.tir.buffer import Buffer, decl_buffer
-from kiln.tir.expr import PrimExpr, Var, convert
+from kiln.tir.expr import Let, PrimExpr, Var, convert
 from kiln.tir.function import PrimFunc
 from kiln.tir.stmt import Stmt, seq
 
@@ -135,7 +135,9 @@ def _check_free_vars(state: LowerState, params: list[Var], bmap: dict[Var, Buffe
             things.append(state.bodies[stage])
         for k in getattr(stage.op, "reduce_axis", ()):
             things.append(k.dom)
-        for n in distinct_nodes(tuple(things)):
+        nodes = distinct_nodes(tuple(things))
+        bound |= {id(n.var) for n in nodes if isinstance(n, Let)}  # bound inside the body
+        for n in nodes:
             if isinstance(n, Var) and not isinstance(n, AxisVar) and id(n) not in bound:
                 raise IRValueError(
                     f"lower: variable {n.name!r} used by {stage.name!r} is not bound; pass it "

@@ -44,6 +44,7 @@ from kiln.topi import tag
 from kiln.topi.math import erf as _erf
 from kiln.topi.math import exp as _exp
 from kiln.topi.math import gelu_erf as _gelu_erf
+from kiln.topi.math import int_power as _int_power
 from kiln.topi.math import tanh as _tanh
 from kiln.topi.utils import (
     as_operand,
@@ -143,12 +144,13 @@ def minimum(a: Any, b: Any, name: str | None = None) -> Tensor:
 
 
 def power(a: Any, b: Any, name: str | None = None) -> Tensor:
-    """``a ** b`` with broadcasting (float tensors only; libm ``pow``)."""
-    dtype = _binary_dtype("power", a, b)
-    if not dtype.is_float:
-        who = a if isinstance(a, Tensor) else b
-        raise IRError(f"power: tensor {who.name!r} has dtype {dtype}; power needs float tensors")
-    return binary("power", a, b, lambda x, y: tir_op.math("pow", x, y), name)
+    """``a ** b`` with broadcasting: libm ``pow`` for floats, the exact wrapping integer power
+    (`kiln.topi.math.int_power`) for integers."""
+
+    def f(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir_op.math("pow", x, y) if x.dtype.is_float else _int_power(x, y)
+
+    return binary("power", a, b, f, name)
 
 
 # -- unary ----------------------------------------------------------------------------------
@@ -307,20 +309,72 @@ def silu(x: Tensor, name: str | None = None) -> Tensor:
     return unary("silu", x, lambda v: v * tir_op.math("sigmoid", v), name, floats=True)
 
 
+def _to_bool(op: str, x: Tensor, f: Callable[[PrimExpr], PrimExpr], name: str | None) -> Tensor:
+    """The bool tensor ``f(x)``: a test of each element of ``x``."""
+    x = check_tensor(op, x)
+    return compute(
+        x.shape,
+        lambda *i: f(x[i]),
+        name=name or f"T_{op}",
+        tag=tag.ELEMWISE,
+        attrs=tag.attrs_for(tag.ELEMWISE),
+    )
+
+
 def isnan(x: Tensor, name: str | None = None) -> Tensor:
     """A bool tensor: whether each element is NaN (always False for integers)."""
-    x = check_tensor("isnan", x)
 
     def f(v: PrimExpr) -> PrimExpr:
         return tir_op.math("isnan", v) if v.dtype.is_float else const(False, "bool")
 
-    return compute(
-        x.shape,
-        lambda *i: f(x[i]),
-        name=name or "T_isnan",
-        tag=tag.ELEMWISE,
-        attrs=tag.attrs_for(tag.ELEMWISE),
-    )
+    return _to_bool("isnan", x, f, name)
+
+
+def sign(x: Tensor, nan_to_zero: bool = False, name: str | None = None) -> Tensor:
+    """1 where ``x > 0``, -1 where ``x < 0``, 0 elsewhere (``-0.0`` gives ``+0.0``). NaN gives
+    NaN (numpy, onnxruntime), or 0 with ``nan_to_zero`` (PyTorch)."""
+
+    def f(v: PrimExpr) -> PrimExpr:
+        one, zero = const(1, v.dtype), const(0, v.dtype)
+        if v.dtype.is_uint:
+            return Select(GT(v, zero), one, zero)
+        rest = zero
+        if v.dtype.is_float and not nan_to_zero:
+            rest = Select(NE(v, v), v, zero)
+        return Select(GT(v, zero), one, Select(LT(v, zero), const(-1, v.dtype), rest))
+
+    return unary("sign", x, f, name, floats=False)
+
+
+def isinf(
+    x: Tensor, detect_positive: bool = True, detect_negative: bool = True, name: str | None = None
+) -> Tensor:
+    """A bool tensor: whether each element is ``+inf`` (``detect_positive``) or ``-inf``
+    (``detect_negative``); always False for integers. Comparisons, not libm's ``isinf``, so
+    the loop vectorizes."""
+
+    def f(v: PrimExpr) -> PrimExpr:
+        if not v.dtype.is_float or not (detect_positive or detect_negative):
+            return const(False, "bool")
+        if detect_positive and detect_negative:
+            return EQ(tir_op.math("fabs", v), fconst(math.inf, v.dtype))
+        return EQ(v, fconst(math.inf if detect_positive else -math.inf, v.dtype))
+
+    check_numeric("isinf", check_tensor("isinf", x))
+    return _to_bool("isinf", x, f, name)
+
+
+def isfinite(x: Tensor, name: str | None = None) -> Tensor:
+    """A bool tensor: whether each element is neither infinite nor NaN (``|x| < inf``, which
+    NaN fails); always True for integers."""
+
+    def f(v: PrimExpr) -> PrimExpr:
+        if not v.dtype.is_float:
+            return const(True, "bool")
+        return LT(tir_op.math("fabs", v), fconst(math.inf, v.dtype))
+
+    check_numeric("isfinite", check_tensor("isfinite", x))
+    return _to_bool("isfinite", x, f, name)
 
 
 def _bool_tensor(op: str, t: Any) -> None:
@@ -364,6 +418,11 @@ def logical_and(a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
 def logical_or(a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
     """Element-wise ``or`` of bool tensors, with broadcasting."""
     return _logical("logical_or", a, b, Or, name)
+
+
+def logical_xor(a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
+    """Element-wise ``xor`` of bool tensors, with broadcasting."""
+    return _logical("logical_xor", a, b, NE, name)
 
 
 def floor_divide(a: Any, b: Any, name: str | None = None) -> Tensor:

@@ -10,17 +10,29 @@ error below 1e-6), in every loop, vectorized or not.
 `log1p_unit` and `expm1` are ``log(1 + u)`` and ``e**x - 1`` accurate where the direct forms
 cancel, written with `exp` and `log` only (libm's ``log1pf`` / ``expm1f`` would keep a loop from
 vectorizing; ``exp`` and ``log`` have vectorizable forms).
+`int_power` is the exact integer ``x ** e`` (wrapping like numpy's), by repeated squaring.
 """
 
 from __future__ import annotations
 
+from kiln.ir.dtype import DataType
 from kiln.tir import op as tir_op
-from kiln.tir.expr import EQ, LT, PrimExpr, Select, const
+from kiln.tir.expr import EQ, LT, NE, Cast, Let, PrimExpr, Select, Var, const
 from kiln.tir.math_approx import EXP_NONPOSITIVE_LO as EXP_LO
 from kiln.tir.math_approx import exp_nonpositive
 from kiln.tir.math_approx import gelu as gelu_erf
 
-__all__ = ["EXP_LO", "erf", "exp", "exp_nonpositive", "expm1", "gelu_erf", "log1p_unit", "tanh"]
+__all__ = [
+    "EXP_LO",
+    "erf",
+    "exp",
+    "exp_nonpositive",
+    "expm1",
+    "gelu_erf",
+    "int_power",
+    "log1p_unit",
+    "tanh",
+]
 
 
 def exp(x: PrimExpr) -> PrimExpr:
@@ -61,3 +73,34 @@ def expm1(x: PrimExpr) -> PrimExpr:
     near = Select(EQ(u, one), x, (u - one) * x / log(u))
     small = LT(tir_op.math("fabs", x), half)
     return Select(small, near, u - one)
+
+
+def int_power(x: PrimExpr, e: PrimExpr) -> PrimExpr:
+    """``x ** e`` of integers of one dtype, exact modulo ``2**bits`` (numpy's and PyTorch's
+    wrap-around): square-and-multiply over every bit ``e`` can hold, in the unsigned type of
+    the same width (C defines its wrap-around; signed overflow is undefined), each step a
+    ``let``. A negative ``e`` gives ``trunc(1 / x**-e)``: 1 for ``x = 1``, +-1 for ``x = -1``,
+    0 otherwise (0 for ``x = 0`` too, where onnxruntime's ``std::pow`` cast is undefined)."""
+    dt = x.dtype
+    u = DataType("uint", dt.bits, dt.lanes)
+    steps = dt.bits if dt.is_uint else dt.bits - 1  # NOTE: the bits a non-negative e can set
+    lets: list[tuple[Var, PrimExpr]] = [(Var("m", u), Cast(u, e))]
+    lets.append((Var("b0", u), Cast(u, x)))
+    m, b, r = lets[0][0], lets[1][0], const(1, u)
+    for k in range(steps):
+        bit = NE((m >> const(k, u)) & const(1, u), const(0, u))
+        lets.append((Var(f"r{k}", u), Select(bit, r * b, r)))
+        r = lets[-1][0]
+        if k + 1 < steps:
+            lets.append((Var(f"b{k + 1}", u), b * b))
+            b = lets[-1][0]
+    out: PrimExpr = Cast(dt, r)
+    for var, value in reversed(lets):
+        out = Let(var, value, out)
+    if dt.is_uint:
+        return out
+    one, zero = const(1, dt), const(0, dt)
+    odd = NE(e & one, zero)
+    minus_one = Select(odd, const(-1, dt), one)
+    inverse = Select(EQ(x, one), one, Select(EQ(x, const(-1, dt)), minus_one, zero))
+    return Select(LT(e, zero), inverse, out)

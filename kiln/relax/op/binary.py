@@ -2,7 +2,12 @@
 
 Operands broadcast with numpy's rules (symbolic dims must be provably equal or 1; otherwise the
 result has a known rank only). Arithmetic keeps the (common) dtype; comparisons give ``bool``;
-``logical_and`` / ``logical_or`` take and give ``bool``. Pattern: ``BROADCAST``.
+``logical_and`` / ``logical_or`` / ``logical_xor`` take and give ``bool``. Pattern: ``BROADCAST``.
+
+Division rounds three ways, each one record: ``floor_divide`` (numpy's ``//``), ``trunc_divide``
+(C's integer ``/``: ONNX's integer ``Div``), and their remainders ``floor_mod`` (numpy's ``%``)
+and ``trunc_mod`` (``numpy.fmod``); `kiln.topi.division` says what each does with floats and a
+zero divisor. ``power`` raises integers too, exactly (wrapping like numpy).
 
 ``relax.nn.prelu`` lives here too: its slope broadcasts like a binary operand, and
 `AlterOpLayout` keeps channel-blocked layouts through this family's operators.
@@ -26,6 +31,7 @@ from kiln.relax.op.common import (
     is_one,
     out_tensor,
     require_bool,
+    require_numeric,
     same_dtype,
     tensor_sinfo,
 )
@@ -36,8 +42,8 @@ from kiln.topi.tag import Pattern
 
 
 def infer_broadcast(call: Call, n: int, kind: str) -> StructInfo:
-    """The broadcast of ``n`` tensor operands; ``kind``: ``"arith"``, ``"compare"``,
-    ``"logical"`` (dtype rules in `relax.op.common`)."""
+    """The broadcast of ``n`` tensor operands; ``kind``: ``"arith"``, ``"numeric"`` (arithmetic
+    refusing ``bool``), ``"compare"``, ``"logical"`` (dtype rules in `relax.op.common`)."""
     check_arity(call, n)
     infos = [tensor_sinfo(call, i, f"operand {i}") for i in range(n)]
     if kind == "logical":
@@ -45,6 +51,9 @@ def infer_broadcast(call: Call, n: int, kind: str) -> StructInfo:
             require_bool(call, s, i)
         dtype = BOOL
     else:
+        if kind == "numeric":
+            for i, s in enumerate(infos):
+                require_numeric(call, s, i)
         dtype = same_dtype(call, infos)
         if kind == "compare":
             dtype = BOOL
@@ -84,7 +93,13 @@ subtract = make_binary("subtract", topi.subtract, "arith", "``x1 - x2``.")
 multiply = make_binary("multiply", topi.multiply, "arith", "``x1 * x2``.")
 divide = make_binary("divide", _true_divide, "arith", "``x1 / x2`` (true division).")
 floor_divide = make_binary("floor_divide", topi.floor_divide, "arith", "``x1 // x2``.")
-power = make_binary("power", topi.power, "arith", "``x1 ** x2``.")
+trunc_divide = make_binary("trunc_divide", topi.trunc_divide, "numeric",
+                           "``x1 / x2`` rounded toward zero (C's integer division).")  # fmt: skip
+floor_mod = make_binary("floor_mod", topi.floor_mod, "numeric",
+                        "``x1 % x2`` with the sign of ``x2`` (``numpy.mod``).")  # fmt: skip
+trunc_mod = make_binary("trunc_mod", topi.trunc_mod, "numeric",
+                        "The remainder with the sign of ``x1`` (``numpy.fmod``).")  # fmt: skip
+power = make_binary("power", topi.power, "numeric", "``x1 ** x2`` (integers: exact, wrapping).")
 maximum = make_binary("maximum", topi.maximum, "arith", "The element-wise maximum.")
 minimum = make_binary("minimum", topi.minimum, "arith", "The element-wise minimum.")
 equal = make_binary("equal", topi.equal, "compare", "``x1 == x2`` (bool).")
@@ -95,6 +110,7 @@ greater = make_binary("greater", topi.greater, "compare", "``x1 > x2`` (bool).")
 greater_equal = make_binary("greater_equal", topi.greater_equal, "compare", "``x1 >= x2``.")
 logical_and = make_binary("logical_and", topi.logical_and, "logical", "``x1 and x2`` (bool).")
 logical_or = make_binary("logical_or", topi.logical_or, "logical", "``x1 or x2`` (bool).")
+logical_xor = make_binary("logical_xor", topi.logical_xor, "logical", "``x1 != x2`` (bool).")
 
 
 def _infer_where(call: Call, ctx: Any) -> StructInfo:
@@ -123,8 +139,7 @@ def where(condition: Expr, x1: Expr, x2: Expr) -> Call:
 def _infer_prelu(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 2)
     x, slope = tensor_sinfo(call, 0, "the data"), tensor_sinfo(call, 1, "the slope")
-    if x.dtype.is_bool:
-        raise fail(call, f"needs a numeric tensor, got {describe(call.args[0])}")
+    require_numeric(call, x)
     same_dtype(call, [x, slope])
     dims = broadcast_dims(call, [x, slope])
     stretched = slope.ndim > x.ndim >= 0

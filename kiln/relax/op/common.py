@@ -5,7 +5,9 @@ dtype rules (stated once, used by every family):
 - arithmetic (``add`` ... ``power``, ``maximum``, ``minimum``, ``where``'s branches, ``matmul``,
   ``concat``): operands must have the same dtype; there is no implicit promotion (cast with
   ``astype``). An unknown dtype (``R.Tensor`` without one) makes the result's dtype unknown.
-- comparisons and ``isnan`` produce ``bool``; ``logical_*`` take and produce ``bool``.
+- comparisons, ``isnan``, ``isinf`` and ``isfinite`` produce ``bool``; ``logical_*`` take and
+  produce ``bool``; the other arithmetic (``sign``, ``trunc_divide``, ``floor_mod``...) takes
+  integer or float operands, not ``bool``.
 - float math (``exp`` ... ``gelu``, ``mean``, ``variance``, ``softmax``, norms, pools' averages):
   float operands only.
 - ``argmax`` / ``argmin`` produce ``int64``; ``astype`` and creation ops take the dtype given.
@@ -153,6 +155,11 @@ def same_dtype(call: Call, infos: Sequence[TensorStructInfo], start: int = 0) ->
 def require_float(call: Call, sinfo: TensorStructInfo, i: int = 0) -> None:
     if not sinfo.dtype.is_void and not sinfo.dtype.is_float:
         raise fail(call, f"needs a float tensor, got {describe(call.args[i])}")
+
+
+def require_numeric(call: Call, sinfo: TensorStructInfo, i: int = 0) -> None:
+    if sinfo.dtype.is_bool:
+        raise fail(call, f"needs a numeric (integer or float) tensor, got {describe(call.args[i])}")
 
 
 def require_bool(call: Call, sinfo: TensorStructInfo, i: int) -> None:

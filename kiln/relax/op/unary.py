@@ -1,8 +1,9 @@
 """Unary element-wise operators: math, rounding, logic, ``clip`` and ``astype``.
 
 Each keeps its operand's shape; float math takes float tensors only, ``logical_not`` bool
-tensors, ``isnan`` any numeric tensor (result ``bool``). Pattern: ``ELEMWISE``. The activation
-functions (``relu``, ``gelu``, ``gelu_tanh``, ``silu``) live in `relax.op.nn`.
+tensors, ``abs`` / ``negative`` / ``sign`` integer or float ones; ``isnan``, ``isinf`` and
+``isfinite`` give ``bool``. Pattern: ``ELEMWISE``. The activation functions (``relu``,
+``gelu``, ``gelu_tanh``, ``silu``) live in `relax.op.nn`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kiln.relax.op.common import (
     plain,
     require_bool,
     require_float,
+    require_numeric,
     tensor_sinfo,
 )
 from kiln.relax.op.registry import register_op
@@ -34,7 +36,8 @@ from kiln.topi.tag import Pattern
 
 def infer_unary(kind: str) -> Callable[[Call, Any], StructInfo]:
     """Struct info of a unary op: the operand's, with dtype rules by ``kind``
-    (``"float"``, ``"numeric"``, ``"bool"``, ``"to_bool"``)."""
+    (``"float"``, ``"numeric"``, ``"bool"``; ``"to_bool"`` / ``"numeric_to_bool"``: a bool
+    result, of any / of a numeric operand)."""
 
     def infer(call: Call, ctx: Any) -> StructInfo:
         check_arity(call, 1)
@@ -43,7 +46,9 @@ def infer_unary(kind: str) -> Callable[[Call, Any], StructInfo]:
             require_float(call, x)
         elif kind == "bool":
             require_bool(call, x, 0)
-        if kind == "to_bool":
+        elif kind.startswith("numeric"):
+            require_numeric(call, x)
+        if kind.endswith("to_bool"):
             return TensorStructInfo(x.shape, BOOL, x.ndim)
         return x
 
@@ -86,6 +91,40 @@ abs = make_unary("abs", topi.abs, "numeric", "The absolute value.")  # noqa: A00
 negative = make_unary("negative", topi.negative, "numeric", "``-x``.")
 logical_not = make_unary("logical_not", topi.logical_not, "bool", "``not x`` of a bool tensor.")
 isnan = make_unary("isnan", topi.isnan, "to_bool", "Whether each element is NaN (bool).")
+isfinite = make_unary(
+    "isfinite", topi.isfinite, "numeric_to_bool", "Whether each element is neither inf nor NaN."
+)
+
+
+@register_op(
+    "relax.sign",
+    infer=infer_unary("numeric"),
+    legalize=lambda call, args: topi.sign(args[0], call.attrs["nan_to_zero"]),
+    pattern=Pattern.ELEMWISE,
+)
+def sign(x: Expr, nan_to_zero: bool = False) -> Call:
+    """1, -1 or 0 by the sign of ``x`` (``-0.0`` gives 0); NaN gives NaN as in numpy and ONNX,
+    or 0 with ``nan_to_zero`` as in PyTorch."""
+    return Call(Op.get("relax.sign"), (as_expr(x),), attrs(nan_to_zero=bool(plain(nan_to_zero))))
+
+
+def _legalize_isinf(call: Call, args: list[Any]) -> Any:
+    return topi.isinf(args[0], call.attrs["detect_positive"], call.attrs["detect_negative"])
+
+
+@register_op(
+    "relax.isinf",
+    infer=infer_unary("numeric_to_bool"),
+    legalize=_legalize_isinf,
+    pattern=Pattern.ELEMWISE,
+)
+def isinf(x: Expr, detect_positive: bool = True, detect_negative: bool = True) -> Call:
+    """Whether each element is ``+inf`` (with ``detect_positive``) or ``-inf`` (with
+    ``detect_negative``), as ONNX's ``IsInf`` (bool; False for integers)."""
+    flags = attrs(
+        detect_positive=bool(plain(detect_positive)), detect_negative=bool(plain(detect_negative))
+    )
+    return Call(Op.get("relax.isinf"), (as_expr(x),), flags)
 
 
 def _libm(name: str) -> Callable[[Any], Any]:

@@ -12,6 +12,7 @@ from kiln import relax
 from kiln.relax import op as R
 from kiln.topi.layout import transform_array
 from tests.relax.op.cases_activation import ACTIVATION
+from tests.relax.op.cases_arith import ARITH
 from tests.relax.op.harness import Case
 
 RNG = np.random.default_rng(7)
@@ -630,6 +631,7 @@ FAMILIES = {
     "unary": UNARY,
     "activation": ACTIVATION,
     "binary": BINARY,
+    "arith": ARITH,
     "reduce": REDUCE,
     "nn": NN,
     "manipulate": MANIPULATE,

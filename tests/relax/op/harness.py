@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pytest
 
 import kiln
 from kiln import relax, tir
 from kiln.arith import simplify
+from kiln.errors import KilnError
 from kiln.ir import GlobalVar, IRModule
 from kiln.relax.transform import LegalizeOps
 from kiln.tir.functor import substitute
@@ -125,3 +127,31 @@ def run_cases(cases: Sequence[Case], symbolic: bool) -> None:
                 np.testing.assert_allclose(got, exp, rtol=case.rtol, atol=case.atol, err_msg=label)
             else:
                 np.testing.assert_array_equal(got, exp.astype(got.dtype), err_msg=label)
+
+
+def cases_module(cases: Sequence[Case]) -> IRModule:
+    """One relax function computing every case on its own inputs (parameters ``c<i>_<k>``),
+    the results as a tuple: the cases through the whole pipeline (`kiln.compile`), where the
+    op tests above stop at the legalized kernels."""
+    params = [
+        [relax.Var(f"c{i}_{k}", relax.TensorStructInfo(a.shape, str(a.dtype))) for k, a in
+         enumerate(case.inputs)]
+        for i, case in enumerate(cases)
+    ]  # fmt: skip
+    bb = relax.BlockBuilder()
+    with bb.function("main", [p for ps in params for p in ps]):
+        with bb.dataflow():
+            outs = [bb.emit(case.build(*ps)) for case, ps in zip(cases, params)]
+            out = bb.emit_output(relax.Tuple(outs))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def assert_emit_fails(build: Callable[..., Any], params: Sequence[relax.Var], message: str) -> None:
+    """Emitting ``build(*params)`` raises a `KilnError` matching ``message`` (struct info is
+    inferred, and checked, when a call is emitted)."""
+    bb = relax.BlockBuilder()
+    with bb.function("main", list(params)):
+        with pytest.raises(KilnError, match=message):
+            bb.emit(build(*params))
+        bb.emit_func_output(params[0])

@@ -10,34 +10,18 @@ import pytest
 
 import kiln
 from kiln import relax
-from kiln.errors import KilnError
 from kiln.ir import Target
 from kiln.relax import op as R
 from kiln.relax.transform import FoldConstant
 from tests.relax.op.cases import np_conv2d
 from tests.relax.op.cases_activation import ACTIVATION, TINY
+from tests.relax.op.harness import assert_emit_fails, cases_module
 from tests.relax.transform.test_alter_op_layout import calls, lowered_callees, until
 from tests.script.helpers import roundtrip
 
 
-def _all_cases_module() -> relax.IRModule:
-    """One function: every activation case on its own inputs, the results as a tuple."""
-    params = [
-        [relax.Var(f"c{i}_{k}", relax.TensorStructInfo(a.shape, str(a.dtype))) for k, a in
-         enumerate(case.inputs)]
-        for i, case in enumerate(ACTIVATION)
-    ]  # fmt: skip
-    bb = relax.BlockBuilder()
-    with bb.function("main", [p for ps in params for p in ps]):
-        with bb.dataflow():
-            outs = [bb.emit(case.build(*ps)) for case, ps in zip(ACTIVATION, params)]
-            out = bb.emit_output(relax.Tuple(outs))
-        bb.emit_func_output(out)
-    return bb.get()
-
-
 def test_compiled_kernels_match_numpy_on_special_values() -> None:
-    model = kiln.compile(_all_cases_module())
+    model = kiln.compile(cases_module(ACTIVATION))
     got = model(*[a for case in ACTIVATION for a in case.inputs])
     assert len(got) == len(ACTIVATION)
     for case, g in zip(ACTIVATION, got):
@@ -83,11 +67,7 @@ def test_attributes_round_trip_through_script() -> None:
 def test_errors_name_the_operator_and_what_was_expected(build, message) -> None:
     x = relax.Var("x", relax.TensorStructInfo([2, 1], "float32"))
     s = relax.Var("s", relax.TensorStructInfo([2, 5], "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x, s]):
-        with pytest.raises(KilnError, match=message):
-            bb.emit(build(x, s))
-        bb.emit_func_output(x)
+    assert_emit_fails(build, [x, s], message)
 
 
 RNG = np.random.default_rng(3)

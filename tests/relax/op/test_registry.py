@@ -28,7 +28,8 @@ def test_the_issue_operators_are_all_registered() -> None:
         "equal not_equal less less_equal greater greater_equal logical_and logical_or where "
         "sum mean max min prod variance argmax argmin matmul permute_dims reshape expand_dims "
         "squeeze flatten concat split strided_slice take broadcast_to full zeros ones arange "
-        "astype shape_of call_tir call_dps_packed call_pure_packed"
+        "astype shape_of call_tir call_dps_packed call_pure_packed "
+        "sign isinf isfinite logical_xor trunc_divide floor_mod trunc_mod"
     ).split()
     nn = "relu gelu gelu_tanh silu conv2d max_pool2d avg_pool2d adaptive_avg_pool2d batch_norm"
     nn += " layer_norm softmax log_softmax dropout pad"

@@ -1,6 +1,7 @@
 """ATen activations as relax operator records: each is one call (``aten.mish`` is one
-``relax.nn.mish``), so profiles and fusion see the operator. `decompositions` keeps these ops
-whole when torch decomposes the program to core ATen (`KEPT`); the converters join
+``relax.nn.mish``), so profiles and fusion see the operator. `decompositions` keeps these ops,
+and the few other ATen operators kiln has one record for (``isfinite``...), whole when torch
+decomposes the program to core ATen (`KEPT`); the converters join
 `kiln.relax.frontend.torch.aten.ATEN` when this module is imported.
 """
 
@@ -14,10 +15,11 @@ from kiln.relax.expr import Expr
 from kiln.relax.frontend.torch.aten import ATEN, TorchCtx, aten, dims_of
 
 KEPT = ("softplus", "mish", "hardswish", "hardsigmoid", "silu", "elu", "selu", "celu", "prelu",
-        "leaky_relu", "hardtanh", "gelu")  # fmt: skip
-"""ATen activations kept whole when the program is decomposed (`decompositions`): torch would
-otherwise write ``mish`` as ``exp``/``log1p``/``where``/``tanh``/``mul``; kiln has one operator
-record for each."""
+        "leaky_relu", "hardtanh", "gelu", "isfinite", "isposinf", "isneginf")  # fmt: skip
+"""ATen operators kept whole when the program is decomposed (`decompositions`): torch would
+otherwise write ``mish`` as ``exp``/``log1p``/``where``/``tanh``/``mul`` and ``isfinite`` as
+``abs``/``ne``/``eq``/``mul``; kiln has one operator record for each (``isfinite``,
+``isposinf`` and ``isneginf`` convert in `kiln.relax.frontend.torch.aten`)."""
 
 
 def decompositions() -> Any:

@@ -118,6 +118,10 @@ UNARY = {
     "rsqrt": R.rsqrt, "tanh": R.tanh, "sigmoid": R.sigmoid, "erf": R.erf, "sin": R.sin,
     "cos": R.cos, "floor": R.floor, "ceil": R.ceil, "round": R.round, "relu": R.nn.relu,
     "silu": R.nn.silu, "logical_not": R.logical_not, "isnan": R.isnan, "tan": R.tan,
+    "isinf": R.isinf, "isfinite": R.isfinite,
+    "sign": lambda x: R.sign(x, nan_to_zero=True),  # NOTE: torch's sign of NaN is 0
+    "isposinf": lambda x: R.isinf(x, detect_negative=False),
+    "isneginf": lambda x: R.isinf(x, detect_positive=False),
 }  # fmt: skip
 for _name, _fn in UNARY.items():
     ATEN[f"aten.{_name}.default"] = (lambda fn: lambda ctx, x: ctx.emit(fn(x)))(_fn)
@@ -136,11 +140,14 @@ def _clamp(ctx: TorchCtx, x: Expr, lo: Any = None, hi: Any = None) -> Expr:
 
 
 ARITH = {"add": R.add, "sub": R.subtract, "mul": R.multiply, "div": R.divide,
-         "maximum": R.maximum, "minimum": R.minimum, "pow": R.power}  # fmt: skip
+         "maximum": R.maximum, "minimum": R.minimum, "pow": R.power,
+         "remainder": R.floor_mod, "fmod": R.trunc_mod}  # fmt: skip
 COMPARE = {"eq": R.equal, "ne": R.not_equal, "lt": R.less, "le": R.less_equal,
            "gt": R.greater, "ge": R.greater_equal, "logical_and": R.logical_and,
-           "logical_or": R.logical_or, "bitwise_and": R.logical_and,
-           "bitwise_or": R.logical_or}  # fmt: skip
+           "logical_or": R.logical_or, "logical_xor": R.logical_xor,
+           "bitwise_and": R.logical_and, "bitwise_or": R.logical_or}  # fmt: skip
+ROUNDED = {None: R.divide, "floor": R.floor_divide, "trunc": R.trunc_divide}
+"""``aten.div``'s ``rounding_mode`` -> the division record."""
 
 
 def _arith(fn: Any) -> Callable[..., Expr]:
@@ -151,12 +158,7 @@ def _arith(fn: Any) -> Callable[..., Expr]:
         x, y = ctx.tensor(a, dt), ctx.tensor(b, dt)
         if alpha != 1:
             y = ctx.emit(R.multiply(y, ctx.tensor(alpha, dt)))
-        if fn is R.divide and rounding_mode == "floor":
-            return ctx.emit(R.floor_divide(x, y))
-        out = ctx.emit(fn(x, y))
-        if fn is R.divide and rounding_mode == "trunc":
-            out = ctx.emit(R.where(R.less(out, ctx.tensor(0, dt)), R.ceil(out), R.floor(out)))
-        return out
+        return ctx.emit((ROUNDED[rounding_mode] if fn is R.divide else fn)(x, y))
 
     return conv
 
@@ -178,6 +180,7 @@ def _compare(fn: Any) -> Callable[..., Expr]:
 for _name, _fn in ARITH.items():
     for _ov in ("Tensor", "Scalar", "default", "Tensor_Scalar", "Tensor_Tensor", "Tensor_mode"):
         ATEN[f"aten.{_name}.{_ov}"] = _arith(_fn)
+ATEN["aten.remainder.Scalar_Tensor"] = _arith(R.floor_mod)
 for _name, _fn in COMPARE.items():
     for _ov in ("Tensor", "Scalar", "default"):
         ATEN[f"aten.{_name}.{_ov}"] = _compare(_fn)
@@ -185,7 +188,8 @@ for _name, _fn in COMPARE.items():
 
 @aten("rsub.Scalar", "rsub.Tensor")
 def _rsub(ctx: TorchCtx, a: Any, b: Any, alpha: Any = 1) -> Expr:
-    return _arith(R.subtract)(ctx, b, ctx.emit(R.multiply(ctx.tensor(a), ctx.tensor(alpha))))
+    """``b - alpha * a``: one ``subtract`` (reversed) when ``alpha`` is 1."""
+    return _arith(R.subtract)(ctx, b, a, alpha)
 
 
 @aten("where.self")

@@ -1,10 +1,11 @@
 """Element-wise ONNX operators: math, activations, comparisons, logic, ``Cast``, ``Clip``,
 ``Where`` and the variadic ``Max Min Sum Mean``.
 
-Every activation is one relax operator record (``Mish`` is one ``relax.nn.mish``), so profiles
-and fusion see the operator, not a chain; arithmetic ONNX has no single operator for
-(``Sign``, integer ``Div``...) is written with the element-wise operators, scalars as constants
-of the operand's dtype.
+Every operator is one relax operator record (``Mish`` is one ``relax.nn.mish``, ``Sign`` one
+``relax.sign``, integer ``Div`` one ``relax.trunc_divide``, ``Mod`` one ``relax.floor_mod`` or
+``relax.trunc_mod``), so profiles and fusion see the operator, not a chain. ``Reciprocal`` is
+``divide(1, x)``: one record already. Only the variadic ``Max Min Sum Mean``, ``Clip`` with
+run-time bounds and a ``Pow`` of an integer base and a float exponent take several calls.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ UNARY = {
     "Round": R.round,
     "Relu": R.nn.relu,
     "IsNaN": R.isnan,
+    "Sign": R.sign,
     "Not": R.logical_not,
     "BitwiseNot": R.bitwise_not,
 }
@@ -59,7 +61,7 @@ BINARY = {
     "GreaterOrEqual": R.greater_equal,
     "And": R.logical_and,
     "Or": R.logical_or,
-    "Xor": lambda a, b: R.not_equal(R.astype(a, "int8"), R.astype(b, "int8")),
+    "Xor": R.logical_xor,
     "BitwiseAnd": R.bitwise_and,
     "BitwiseOr": R.bitwise_or,
     "BitwiseXor": R.bitwise_xor,
@@ -86,19 +88,7 @@ def _binary(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
 @converter("Div")
 def _div(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     a, b = ctx.broadcastable(ctx.tensor(ins, 0), ctx.tensor(ins, 1))
-    if _is_float(a):
-        return ctx.emit(R.divide(a, b))
-    return ctx.emit(trunc_divide(ctx, a, b))
-
-
-def trunc_divide(ctx: Ctx, a: Expr, b: Expr) -> Expr:
-    """Integer division rounding toward zero (C's ``/``), from floor division."""
-    q = ctx.emit(R.floor_divide(a, b))
-    r = ctx.emit(R.subtract(a, R.multiply(q, b)))
-    zero = scalar(0, a)
-    signs = R.not_equal(R.astype(R.less(a, zero), "int8"), R.astype(R.less(b, zero), "int8"))
-    inexact = R.logical_and(R.not_equal(r, zero), signs)
-    return R.add(q, R.astype(ctx.emit(inexact), dtype(a)))
+    return ctx.emit(R.divide(a, b) if _is_float(a) else R.trunc_divide(a, b))
 
 
 def _is_float(e: Expr) -> bool:
@@ -107,29 +97,24 @@ def _is_float(e: Expr) -> bool:
 
 @converter("Mod")
 def _mod(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
+    """``fmod=1``: C's ``fmod`` / ``%``; ``fmod=0``: the divisor's sign (floats from opset 28)."""
     a, b = ctx.broadcastable(ctx.tensor(ins, 0), ctx.tensor(ins, 1))
-    if node.attrs.get("fmod", 0):
-        if _is_float(a):
-            q = ctx.emit(R.divide(a, b))
-            t = ctx.emit(R.where(R.less(q, scalar(0, q)), R.ceil(q), R.floor(q)))
-        else:
-            t = ctx.emit(trunc_divide(ctx, a, b))
-        return ctx.emit(R.subtract(a, R.multiply(t, b)))
-    q = ctx.emit(R.floor_divide(a, b))
-    return ctx.emit(R.subtract(a, R.multiply(q, b)))
+    fn = R.trunc_mod if node.attrs.get("fmod", 0) else R.floor_mod
+    return ctx.emit(fn(a, b))
 
 
 @converter("Pow")
 def _pow(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    a = ctx.tensor(ins, 0)
-    b = ctx.expr(ins[1], dtype(a) if V.is_const(ins[1]) else None)
+    """One ``relax.power`` (integers exactly), the exponent cast to the base's dtype. An integer
+    base with a float exponent is computed in float64 and truncated, as onnxruntime's
+    ``static_cast<T>(std::pow(x, y))``."""
+    a, b = ctx.tensor(ins, 0), ctx.tensor(ins, 1)
+    if not _is_float(a) and _is_float(b):
+        wide = R.power(ctx.emit(R.astype(a, "float64")), ctx.emit(R.astype(b, "float64")))
+        return ctx.emit(R.astype(ctx.emit(wide), dtype(a)))
     if dtype(b) != dtype(a):
-        b = ctx.emit(R.astype(b, dtype(a)))
-    if _is_float(a):
-        return ctx.emit(R.power(a, b))
-    af = ctx.emit(R.astype(a, "float64"))
-    out = R.power(af, R.astype(b, "float64"))
-    return ctx.emit(R.astype(R.round(out), dtype(a)))
+        b = ctx.expr(ins[1], dtype(a)) if V.is_const(ins[1]) else ctx.emit(R.astype(b, dtype(a)))
+    return ctx.emit(R.power(a, b))
 
 
 @converter("Max", "Min", "Sum", "Mean")
@@ -152,24 +137,10 @@ def _reciprocal(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
     return ctx.emit(R.divide(scalar(1, x), x))
 
 
-@converter("Sign")
-def _sign(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    one, zero = scalar(1, x), scalar(0, x)
-    neg = R.where(R.less(x, zero), R.negative(one), zero) if dtype(x)[0] != "u" else zero
-    return ctx.emit(R.where(R.greater(x, zero), one, neg))
-
-
 @converter("IsInf")
 def _isinf(ctx: Ctx, node: Node, ins: list[Any]) -> Any:
-    x = ctx.tensor(ins, 0)
-    pos = R.equal(x, scalar(np.inf, x))
-    neg = R.equal(x, scalar(-np.inf, x))
-    if not node.attrs.get("detect_positive", 1):
-        return ctx.emit(neg)
-    if not node.attrs.get("detect_negative", 1):
-        return ctx.emit(pos)
-    return ctx.emit(R.logical_or(pos, neg))
+    pos, neg = node.attrs.get("detect_positive", 1), node.attrs.get("detect_negative", 1)
+    return ctx.emit(R.isinf(ctx.tensor(ins, 0), bool(pos), bool(neg)))
 
 
 ACTIVATIONS = {
