@@ -3,8 +3,9 @@
 For an ONNX file: its inputs and outputs (names, dtypes, shapes with symbolic dims, weights
 left out), its symbolic dims and how many nodes of each op type its main graph has (nodes of
 subgraphs, such as an If's branches, are not counted). For a compiled library: its signature
-(as the library records it) and its kernels, each with its FLOPs and bytes when known. Which
-external codegen made which kernel is not recorded in a library: the listing says so.
+(as the library records it) and its kernels, each with its FLOPs and bytes and the model nodes
+it computes when known (`kiln.runtime.profile.node_list`). Which external codegen made which
+kernel is not recorded in a library: the listing says so.
 
 The ONNX file is read with `onnx` alone (nothing is imported into kiln's IR, nothing compiled).
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from kiln.driver.model import load
 from kiln.errors import KilnError
+from kiln.runtime.profile import node_list
 from kiln.runtime.vm_format import TensorSpec
 
 
@@ -81,11 +83,14 @@ def inspect_library(path: str) -> str:
     else:
         lines += _signature_lines(list(model.inputs), list(model.outputs))
     costs = {name: (flops, moved) for name, flops, moved in exe.costs}
+    nodes = dict(exe.nodes)
     width = max((len(k) for k in kernels), default=0)
-    lines.append(f"kernels ({len(kernels)}; FLOPs and bytes moved per call, where known):")
+    lines.append(f"kernels ({len(kernels)}; FLOPs and bytes moved per call and model nodes, "
+                 "where known):")  # fmt: skip
     for name in kernels:
         flops, moved = costs.get(name, ("?", "?"))
-        lines.append(f"  {name:<{width}}  {flops!s:>12}  {moved!s:>12}")
+        row = f"  {name:<{width}}  {flops!s:>12}  {moved!s:>12}  {node_list(nodes.get(name, ()))}"
+        lines.append(row.rstrip())
     lines.append("external codegens: not recorded in the library (their kernels are listed above)")
     return "\n".join(lines)
 

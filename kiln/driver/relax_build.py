@@ -14,7 +14,8 @@ into one library. The executable remembers those units and their exact flags (`m
 `MODEL_FLAGS`, ``-march`` from the target, plus what the external C needs), so
 ``ex.export_library(path)`` links one shared library from the same cached objects. The
 executable records the signature of each public function of ``mod`` (`kiln.driver.signature`),
-so an exported library says what it takes and returns.
+so an exported library says what it takes and returns, and each kernel's work and the model
+nodes it computes (`kernel_costs`, `kernel_nodes`), for profiles.
 ``KILN_DEBUG`` works as for `kiln.build`: 1 verifies the module after every graph-level pass
 too, 2 prints it, 3 prints the generated C.
 """
@@ -46,6 +47,7 @@ from kiln.relax.analysis.cost import COST
 from kiln.relax.backend.codegen import EXTERNAL_MODS, ExternalSource, linked_source
 from kiln.relax.expr import Function
 from kiln.relax.function_pass import debug_pass_context
+from kiln.relax.transform.lower_te import NODES
 from kiln.runtime import ArgInfo, Module, load_module, metadata_c_source
 from kiln.runtime.parallel_build import compile_units
 from kiln.runtime.toolchain import DEFAULT_FLAGS
@@ -111,7 +113,9 @@ def build_library(
     ``timer``: the TIR passes (summed over units), C code generation, the wait for the compiler
     and the load are its phases, each unit's compile and the link its details."""
     externals: tuple[ExternalSource, ...] = tuple(tir_mod.get_attr(EXTERNAL_MODS, ()))
-    prims = {gv: f for gv, f in tir_mod.items() if isinstance(f, PrimFunc)}
+    # NOTE: a kernel's node names are this model's, not the kernel's: they stay out of its
+    # cache key (a model with other names reuses the kernel) and out of its C
+    prims = {gv: _without_nodes(f) for gv, f in tir_mod.items() if isinstance(f, PrimFunc)}
     base_flags = model_flags(target, flags)
     if not prims and not externals:
         return None, (), base_flags
@@ -268,7 +272,8 @@ def build(
         source = joined_source(units) if units else None
         return Executable(
             base.functions, base.instructions, base.constants, library, signatures(mod),
-            kernel_costs(lowered), source=source, flags=all_flags, units=units or None,
+            kernel_costs(lowered), kernel_nodes(lowered), source=source, flags=all_flags,
+            units=units or None,
         )  # fmt: skip
 
 
@@ -281,3 +286,18 @@ def kernel_costs(mod: IRModule) -> tuple[tuple[str, int | str, int | str], ...]:
         if cost is not None:
             out.append((gv.name_hint, *(c if isinstance(c, str) else int(c) for c in cost)))
     return tuple(sorted(out))
+
+
+def kernel_nodes(mod: IRModule) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(kernel, model node names)`` of each PrimFunc that LowerTE gave a ``kiln.nodes``
+    (`kiln.relax.transform.lower_te.NODES`: the nodes of all its call sites in this model)."""
+    out = []
+    for gv, f in mod.functions.items():
+        names = f.get_attr(NODES) if isinstance(f, PrimFunc) else None
+        if names:
+            out.append((gv.name_hint, tuple(str(n) for n in names)))
+    return tuple(sorted(out))
+
+
+def _without_nodes(func: PrimFunc) -> PrimFunc:
+    return func if func.get_attr(NODES) is None else func.without_attr(NODES)  # type: ignore

@@ -15,15 +15,16 @@ of the threads it ran on (`kiln.runtime.fma_peak`, measured once per machine; ``
 (`ProfileReport.with_bounds`; ``--bandwidth``), each such row also gets ``% bound``: the time
 the kernel would take at whichever bound binds it (its FLOPs at the peak, or its bytes at the
 bandwidth, whichever is longer) over its measured time. 100% is the bound; a kernel far below it
-is where time is lost. A row can list the model nodes (ONNX or FX node names) whose operators
-the kernel computes, given a kernel -> nodes map (`make_report`'s ``nodes``); the executable does
-not record that map yet.
+is where time is lost. A row lists the model nodes (ONNX or FX node names) whose operators the
+kernel computes, from the executable's kernel -> nodes map (`Executable.nodes`, recorded at
+every call site of the kernel; `make_report`'s ``nodes``).
 
-``str()`` prints a table whose kernel and node names are cut in the middle to fit their columns;
-`ProfileReport.to_json` has the full names. The last lines count the layout transforms the call
-ran (kernels whose fused operators include ``layout_transform``, by name): the graph level
-should transform layouts only at a chain's boundary, so more than a few per model is a missed
-optimization.
+``str()`` prints a table whose kernel names are cut in the middle to fit their column, and whose
+node lists are their first `SHOWN_NODES` names and a count of the rest (``+3 more``);
+`ProfileReport.to_json` has the full names and lists. The last lines count the layout
+transforms the call ran (kernels whose fused operators include ``layout_transform``, by name):
+the graph level should transform layouts only at a chain's boundary, so more than a few per
+model is a missed optimization.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ SORT_KEYS = ("time", "name")
 """How `ProfileReport.sorted_by` orders the rows: by time (the longest first) or by name."""
 
 KERNEL_WIDTH = 36
-NODES_WIDTH = 40
+NODE_WIDTH = 32
+"""The characters of one node name in a table row (cut in the middle beyond that)."""
+SHOWN_NODES = 2
+"""The node names a table row shows (the JSON has all of them)."""
 
 
 def shorten(name: str, width: int) -> str:
@@ -64,6 +68,14 @@ def shorten(name: str, width: int) -> str:
         return name
     keep = width - 3
     return f"{name[: (keep + 1) // 2]}...{name[len(name) - keep // 2 :]}"
+
+
+def node_list(nodes: Sequence[str]) -> str:
+    """The first `SHOWN_NODES` of ``nodes`` (each cut to `NODE_WIDTH`) and how many more there
+    are: a fused kernel shared by the blocks of a deep model computes dozens of nodes."""
+    shown = ", ".join(shorten(n, NODE_WIDTH) for n in nodes[:SHOWN_NODES])
+    rest = len(nodes) - SHOWN_NODES
+    return f"{shown} +{rest} more" if rest > 0 else shown
 
 
 @dataclass(frozen=True)
@@ -230,7 +242,7 @@ class ProfileReport:
             line += f" {_num(r.peak_share(self.peak_gflops), '.0%'):>7}"
             if self.bandwidth_gbs is not None:
                 line += f" {_num(r.bound_share(self.peak_gflops, self.bandwidth_gbs), '.0%'):>8}"
-        return f"{line}  {shorten(', '.join(r.nodes), NODES_WIDTH)}".rstrip()
+        return f"{line}  {node_list(r.nodes)}".rstrip()
 
     def __str__(self) -> str:
         lines = self._head() + [self._row_line(r) for r in self.rows]

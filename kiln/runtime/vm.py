@@ -230,9 +230,11 @@ class VirtualMachine:
     ) -> ProfileReport:
         """Call ``name`` ``warmup`` times (and for at least `kiln.runtime.profile.WARMUP_S`),
         then profile ``repeat`` calls: each kernel / packed function's time, and the call's, is
-        the median over them (`kiln.runtime.profile.profile_calls`)."""
+        the median over them (`kiln.runtime.profile.profile_calls`); each kernel's row names
+        the model nodes it computes, when the executable records them."""
         caller = self[name]
         costs = {k: (f, b) for k, f, b in self.executable.costs}
+        nodes = dict(self.executable.nodes)
         dims = self._dims(name, args)
 
         def profile_one() -> ProfileReport:
@@ -243,7 +245,7 @@ class VirtualMachine:
             finally:
                 elapsed = time.perf_counter_ns() - start
                 records = self._handle("profile_stop")
-            return make_report(name, self.exec_mode, elapsed, records, costs, dims)
+            return make_report(name, self.exec_mode, elapsed, records, costs, dims, nodes)
 
         return profile_calls(lambda: caller(*args), profile_one, repeat, warmup)
 

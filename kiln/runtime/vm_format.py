@@ -39,10 +39,12 @@ Serialized executable (`Executable.serialize`), all offsets in bytes from the st
     0   magic b"KILNVMX\\0"       8   u32 VM_FORMAT_VERSION     12  u32 flags (0)
     16  u64 meta offset, size     32  u64 code offset, words    48  u64 data offset, size
     64  meta: UTF-8 JSON {"functions": [...], "constants": [...], "signatures": [...],
-                          "costs": [[kernel, flops, bytes], ...]}
+                          "costs": [[kernel, flops, bytes], ...],
+                          "nodes": {kernel: [model node name, ...], ...}}
         code: int64 words (64-byte aligned); data: tensor bytes, each 64-byte aligned.
 
-A blob without "signatures" or "costs" (an older kiln's) reads as having none.
+A blob without "signatures", "costs" or "nodes" (an older kiln's) reads as having none; an older
+kiln ignores the keys it does not know, so adding one needs no new version.
 Another magic is "not a kiln executable", another version is refused by name; both are
 `KilnError`s, as is any section that does not fit in the blob.
 """
@@ -291,6 +293,9 @@ class Executable:
     costs: tuple[tuple[str, int | str, int | str], ...] = ()
     """``(kernel, flops, bytes)`` of the kernels whose work is known
     (`kiln.relax.analysis.cost`; a symbolic count is its expression's text)."""
+    nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(kernel, model node names)`` of the kernels whose calls named model nodes (ONNX or FX
+    node names, from every call site of the kernel), for profiles and ``kiln inspect``."""
 
     @property
     def exec_mode(self) -> str:
@@ -452,9 +457,11 @@ def write_executable(exe: Executable, out: BinaryIO) -> int:
     consts = [_const_meta(c, data) for c in exe.constants]
     sigs = [_signature_meta(s) for s in exe.signatures]
     costs = [list(c) for c in exe.costs]
+    nodes = {k: list(names) for k, names in exe.nodes}
     meta = json.dumps(
-        {"functions": funcs, "constants": consts, "signatures": sigs, "costs": costs}
-    ).encode()
+        {"functions": funcs, "constants": consts, "signatures": sigs, "costs": costs,
+         "nodes": nodes}
+    ).encode()  # fmt: skip
     code = encode(exe.instructions).tobytes()
     meta_off = _HEADER.size
     code_off = _align(meta_off + len(meta))
@@ -533,6 +540,7 @@ def deserialize(buf: Any, library: Any = None, where: str = "blob") -> Executabl
         constants = tuple(_const_value(c, data) for c in meta["constants"])
         signatures = tuple(_signature(s) for s in meta.get("signatures", ()))
         costs = tuple((str(k), _count(f), _count(b)) for k, f, b in meta.get("costs", ()))
-    except (ValueError, KeyError, TypeError) as e:
+        nodes = tuple((str(k), tuple(map(str, v))) for k, v in meta.get("nodes", {}).items())
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise KilnError(f"corrupt kiln executable ({where}): {e}") from e
-    return Executable(functions, decode(code), constants, library, signatures, costs)
+    return Executable(functions, decode(code), constants, library, signatures, costs, nodes)

@@ -153,6 +153,27 @@ def test_a_corrupt_signature_is_a_kiln_error(bad: object) -> None:
         deserialize(blob)
 
 
+NODES = (("fused_add_relu", ("fc1/Add", "act1", "fc2/Add")), ("fused_matmul", ("fc1/MatMul",)))
+
+
+def test_kernel_nodes_round_trip_and_an_older_blob_has_none() -> None:
+    """Each kernel's model node names survive serialization; a blob written before they were
+    recorded (no ``nodes`` key) reads as having none, everything else the same."""
+    base = sample()
+    exe = Executable(base.functions, base.instructions, base.constants, nodes=NODES)
+    assert deserialize(exe.serialize()).nodes == NODES
+    old = deserialize(with_meta(exe.serialize(), lambda meta: meta.pop("nodes")))
+    assert old.nodes == ()
+    check_same(base, old)
+
+
+@pytest.mark.parametrize("bad", [[["k", ["a"]]], {"k": 3}])
+def test_corrupt_kernel_nodes_are_a_kiln_error(bad: object) -> None:
+    blob = with_meta(sample().serialize(), lambda meta: meta.update(nodes=bad))
+    with pytest.raises(KilnError, match="corrupt kiln executable"):
+        deserialize(blob)
+
+
 def test_save_and_load(tmp_path: Path) -> None:
     exe = sample()
     path = exe.save(tmp_path / "prog.kvm")

@@ -39,7 +39,7 @@ layouts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kiln.ir.dtype import DataType
@@ -136,6 +136,8 @@ class _Alter(ExprMutator):
             self.need_plain(value)
             return super().visit_binding(b)
         expr, block = new
+        if isinstance(expr, Call) and expr.span is None:
+            expr = replace(expr, span=value.span)  # NOTE: keeps the model node's name (profiles)
         if block == 0:
             self.reemit(b, expr)  # type: ignore[arg-type]
             return None

@@ -32,7 +32,9 @@ symbolic variable no parameter has as a plain dim (``n`` when a parameter is
 ``tir_vars=R.shape([n])`` (the primitive was outlined from its caller, so ``n`` is the caller's).
 
 Each lowered PrimFunc carries the ``target`` attribute and the span of the function it came from;
-one of constant shapes also its work, ``kiln.cost`` (`kiln.relax.analysis.cost`).
+one of constant shapes also its work, ``kiln.cost`` (`kiln.relax.analysis.cost`), and one
+whose calls name model nodes (a frontend's `NodeSpan`) the names of those nodes, ``kiln.nodes``
+(`NODES`), gathered over every call site that shares it.
 Module-level primitive functions whose calls were all lowered are removed. Errors (no codegen, a
 codegen that fails, an operator without a legalization, an opaque call inside a primitive) are
 `PassError`s naming the function, the operator and the fix.
@@ -80,6 +82,30 @@ from kiln.relax.struct_info import FuncStructInfo, StructInfo, TensorStructInfo,
 from kiln.tir.function import PrimFunc
 
 PASS = "lower-te"
+
+NODES = "kiln.nodes"
+"""The kernel attribute naming the model nodes (ONNX or FX node names, in call order, each once)
+whose operators the kernel computes, over all its call sites. They are the model's, not the
+kernel's: `kiln.driver.relax_build` records them and drops them before the kernel cache's key."""
+
+
+class _NodeNames(ExprVisitor):
+    """The node names of the calls of a function (their spans' ``node``), each once, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: dict[str, None] = {}
+
+    def visit_Call(self, c: Call) -> None:
+        node = _node_of(c)
+        if node:
+            self.names[node] = None
+        super().visit_Call(c)
+
+
+def _node_of(c: Call) -> str:
+    # NOTE: duck-typed: the frontends' `NodeSpan` lives above this layer
+    return str(getattr(c.span, "node", "") or "")
 
 
 class _CalleeUses(ExprVisitor):
@@ -134,6 +160,7 @@ class _Lowerer(ExprMutator):
         self.callee_only: set[int] = set()
         self.caller: Function | None = None
         self.caller_name = ""
+        self.nodes: dict[GlobalVar, dict[str, None]] = {}
 
     # -- traversal -------------------------------------------------------------------------------
     def lower_function(self, name: str, func: Function) -> Function:
@@ -175,6 +202,7 @@ class _Lowerer(ExprMutator):
         if func.get_attr(COMPILER):
             return self.lowered(c, func, self.external(func, where), args, sinfo, [], where)
         gv, positions = self.primitive(func, where)
+        self.note_nodes(gv, func, c)
         # NOTE: a ``dims`` parameter's variables reach the kernel as ``tir_vars`` below
         args = tuple(a for a, p in zip(args, func.params) if not is_dims_param(p))
         tir_vars = None
@@ -258,6 +286,15 @@ class _Lowerer(ExprMutator):
             hit = (gv, positions)
             self.prims.put(key, str(self.target), hit)
         return hit
+
+    def note_nodes(self, gv: GlobalVar, func: Function, c: Call) -> None:
+        """Add the node names of this call site (its primitive's calls, else the call itself)
+        to kernel ``gv``'s: equal primitives share the kernel, so each site adds its own."""
+        names = _NodeNames()
+        names.visit(func)
+        found = names.names or ({_node_of(c): None} if _node_of(c) else {})
+        if found:
+            self.nodes.setdefault(gv, {}).update(found)
 
     def shape_func(self, func: Function, where: str) -> Any:
         hit = self.shapes.get(func, str(self.host))
@@ -363,7 +400,11 @@ class _Lowerer(ExprMutator):
 
     # -- the module ------------------------------------------------------------------------------
     def finish(self, mod: IRModule) -> IRModule:
-        """Drop lowered module-level primitives nothing calls any more; record external C."""
+        """Drop lowered module-level primitives nothing calls any more; record external C and
+        each kernel's node names."""
+        if self.nodes:
+            named = {gv: mod[gv].with_attr(NODES, list(n)) for gv, n in self.nodes.items()}
+            mod = mod.update_all(named)
         refs: set[str] = set()
         for f in mod.functions.values():
             if isinstance(f, Function) and not f.get_attr(PRIMITIVE):
@@ -401,4 +442,4 @@ class LowerTE(Pass):
         return low.finish(low.builder.get().update_all(changed))
 
 
-__all__ = ["LowerTE"]
+__all__ = ["NODES", "LowerTE"]
