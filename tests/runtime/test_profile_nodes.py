@@ -132,3 +132,37 @@ def test_a_row_shows_its_first_two_nodes_and_counts_the_rest() -> None:
     assert lines["k_two"].endswith(f"  {nodes[0]}, {nodes[1]}")
     assert lines["k_none"].endswith("10.0%")
     assert report.to_json()["rows"][0]["nodes"] == list(nodes)
+
+
+def test_a_batch_norm_folded_by_a_rewrite_rule_keeps_its_node_name(tmp_path: Path) -> None:
+    """SimplifyInference rewrites BatchNormalization into a multiply and an add (rewrite rules):
+    they keep the node's span, so the conv kernel they fuse into still names it."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    stats = {n: rng.uniform(0.5, 1.5, 4).astype("float32") for n in ("g", "b", "m", "v")}
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="stem/conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["n"], name="stem/bn"),
+        helper.make_node("Relu", ["n"], ["y"], name="stem/relu"),
+    ]
+    inits = {"w": w, **stats}
+    graph = helper.make_graph(
+        nodes,
+        "cbr",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        initializer=[
+            helper.make_tensor(n, TensorProto.FLOAT, list(a.shape), a.ravel())
+            for n, a in inits.items()
+        ],
+    )
+    path = tmp_path / "cbr.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                     .SerializeToString())  # fmt: skip
+    model = kiln.compile(str(path))
+    x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype("float32")
+    ort = pytest.importorskip("onnxruntime")
+    want = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(model(x).numpy(), want, rtol=1e-4, atol=1e-4)
+    named = [row.nodes for row in model.profile(x).rows if "conv2d" in row.kernel]
+    assert named and "stem/bn" in named[0], named

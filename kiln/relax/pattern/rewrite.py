@@ -107,8 +107,16 @@ class _Rewriter(ExprMutator):
             m = r.pattern.match(value, self.defs)
             new = r.fn(m) if m is not None else None
             if new is not None and new is not value:
-                return r, new
+                return r, _with_span(new, self.span_of(value))
         return None
+
+    def span_of(self, value: Expr) -> Any:
+        """Where ``value`` came from: its span, or for a field of a tuple-valued call (a
+        ``batch_norm(...)[0]``) the call's."""
+        if value.span is None and isinstance(value, TupleGetItem):
+            inner = value.tuple_value
+            return self.defs.get(id(inner), inner).span
+        return value.span
 
     def emit_parts(self, e: Expr) -> Expr:
         """``e`` normalized, its nested operands simplified and bound first."""
@@ -135,6 +143,14 @@ class _Rewriter(ExprMutator):
         var = self.builder.emit(value)
         self.defs[id(var)] = value
         return var
+
+
+def _with_span(e: Any, span: Any) -> Any:
+    """``e`` with the calls a rule made (those without a span) given the replaced value's span:
+    profiles and errors keep naming the model node the value came from."""
+    if span is None or not isinstance(e, Call) or e.span is not None:
+        return e
+    return replace(e, args=tuple(_with_span(a, span) for a in e.args), span=span)
 
 
 def _outputs_bound_directly(func: Function) -> Function:
