@@ -260,3 +260,22 @@ def test_model_profile_reports_the_share_of_the_measured_fma_peak() -> None:
     share = row.peak_share(report.peak_gflops)
     assert share is not None and 0 < share < 1.5
     assert "% peak" in str(report) and "% bound" not in str(report)
+
+
+def test_the_total_is_the_plain_calls_median_not_the_profiled_calls() -> None:
+    """Profiled calls pay for their timestamps; the report's total is the median time of the
+    plain calls made between them (the model's own time per call)."""
+    from kiln.runtime.profile import ProfileRow, profile_calls
+
+    def plain() -> None:
+        time.sleep(0.002)
+
+    def profiled() -> ProfileReport:
+        time.sleep(0.002)
+        row = ProfileRow("kernel", 1, 1500.0, 1500.0, 0.0)
+        return ProfileReport("main", "compiled", 9000.0, (row,))
+
+    report = profile_calls(plain, profiled, repeat=5, warmup=0)
+    assert 1900 <= report.total_us < 8000
+    assert report.rows[0].total_us == 1500.0
+    assert report.rows[0].share == pytest.approx(1500.0 / report.total_us)
