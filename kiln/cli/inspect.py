@@ -4,8 +4,8 @@ For an ONNX file: its inputs and outputs (names, dtypes, shapes with symbolic di
 left out), its symbolic dims and how many nodes of each op type its main graph has (nodes of
 subgraphs, such as an If's branches, are not counted). For a compiled library: its signature
 (as the library records it) and its kernels, each with its FLOPs and bytes and the model nodes
-it computes when known (`kiln.runtime.profile.node_list`). Which external codegen made which
-kernel is not recorded in a library: the listing says so.
+it computes when known (`kiln.runtime.profile.node_list`), then the functions an external
+codegen made (``external_codegens=["dnnl"]``), each with its codegen and model nodes.
 
 The ONNX file is read with `onnx` alone (nothing is imported into kiln's IR, nothing compiled).
 """
@@ -91,8 +91,24 @@ def inspect_library(path: str) -> str:
         flops, moved = costs.get(name, ("?", "?"))
         row = f"  {name:<{width}}  {flops!s:>12}  {moved!s:>12}  {node_list(nodes.get(name, ()))}"
         lines.append(row.rstrip())
-    lines.append("external codegens: not recorded in the library (their kernels are listed above)")
-    return "\n".join(lines)
+    return "\n".join(lines + _external_lines(exe.externals, nodes))
+
+
+def _external_lines(
+    externals: tuple[tuple[str, str], ...] | None, nodes: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """A line per external function: its symbol, the codegen that made it and its model nodes."""
+    if externals is None:
+        return ["external functions: not recorded (a library exported by an older kiln)"]
+    if not externals:
+        return ["external functions: none"]
+    width = max(len(symbol) for symbol, _ in externals)
+    cg_width = max(len(codegen) for _, codegen in externals)
+    lines = [f"external functions ({len(externals)}; codegen and model nodes):"]
+    for symbol, codegen in externals:
+        row = f"  {symbol:<{width}}  {codegen:<{cg_width}}  {node_list(nodes.get(symbol, ()))}"
+        lines.append(row.rstrip())
+    return lines
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ into one library. The executable remembers those units and their exact flags (`m
 ``ex.export_library(path)`` links one shared library from the same cached objects. The
 executable records the signature of each public function of ``mod`` (`kiln.driver.signature`),
 so an exported library says what it takes and returns, and each kernel's work and the model
-nodes it computes (`kernel_costs`, `kernel_nodes`), for profiles.
+nodes it computes (`kernel_costs`, `kernel_nodes`), for profiles, and which external codegen
+made each external function (`external_codegens_of`), for ``kiln inspect``.
 ``KILN_DEBUG`` works as for `kiln.build`: 1 verifies the module after every graph-level pass
 too, 2 prints it, 3 prints the generated C.
 """
@@ -44,6 +45,7 @@ from kiln.ir.module import IRModule
 from kiln.ir.target import Target
 from kiln.ir.transform import Pass, Sequential
 from kiln.relax.analysis.cost import COST
+from kiln.relax.analysis.primitive import EXTERN
 from kiln.relax.backend.codegen import EXTERNAL_MODS, ExternalSource, linked_source
 from kiln.relax.expr import Function
 from kiln.relax.function_pass import debug_pass_context
@@ -272,8 +274,8 @@ def build(
         source = joined_source(units) if units else None
         return Executable(
             base.functions, base.instructions, base.constants, library, signatures(mod),
-            kernel_costs(lowered), kernel_nodes(lowered), source=source, flags=all_flags,
-            units=units or None,
+            kernel_costs(lowered), kernel_nodes(lowered), external_codegens_of(tir_mod),
+            source=source, flags=all_flags, units=units or None,
         )  # fmt: skip
 
 
@@ -289,14 +291,22 @@ def kernel_costs(mod: IRModule) -> tuple[tuple[str, int | str, int | str], ...]:
 
 
 def kernel_nodes(mod: IRModule) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """``(kernel, model node names)`` of each PrimFunc that LowerTE gave a ``kiln.nodes``
-    (`kiln.relax.transform.lower_te.NODES`: the nodes of all its call sites in this model)."""
+    """``(kernel, model node names)`` of each PrimFunc or ``Extern=1`` function (by its symbol)
+    that LowerTE gave a ``kiln.nodes`` (`kiln.relax.transform.lower_te.NODES`: the nodes of all
+    its call sites in this model)."""
     out = []
     for gv, f in mod.functions.items():
-        names = f.get_attr(NODES) if isinstance(f, PrimFunc) else None
+        kernel = isinstance(f, PrimFunc) or isinstance(f, Function) and f.get_attr(EXTERN)
+        names = f.get_attr(NODES) if kernel else None
         if names:
             out.append((gv.name_hint, tuple(str(n) for n in names)))
     return tuple(sorted(out))
+
+
+def external_codegens_of(mod: IRModule) -> tuple[tuple[str, str], ...]:
+    """``(symbol, codegen)`` of each external function whose C is linked into the library
+    (`kiln.relax.backend.codegen.EXTERNAL_MODS`, which LowerTE fills)."""
+    return tuple(sorted((e.symbol, e.compiler) for e in mod.get_attr(EXTERNAL_MODS, ())))
 
 
 def _without_nodes(func: PrimFunc) -> PrimFunc:

@@ -40,11 +40,13 @@ Serialized executable (`Executable.serialize`), all offsets in bytes from the st
     16  u64 meta offset, size     32  u64 code offset, words    48  u64 data offset, size
     64  meta: UTF-8 JSON {"functions": [...], "constants": [...], "signatures": [...],
                           "costs": [[kernel, flops, bytes], ...],
-                          "nodes": {kernel: [model node name, ...], ...}}
+                          "nodes": {kernel: [model node name, ...], ...},
+                          "externals": {symbol: external codegen name, ...}}
         code: int64 words (64-byte aligned); data: tensor bytes, each 64-byte aligned.
 
-A blob without "signatures", "costs" or "nodes" (an older kiln's) reads as having none; an older
-kiln ignores the keys it does not know, so adding one needs no new version.
+A blob without "signatures", "costs" or "nodes" (an older kiln's) reads as having none, one
+without "externals" as not knowing them (``None``); an older kiln ignores the keys it does not
+know, so adding one needs no new version.
 Another magic is "not a kiln executable", another version is refused by name; both are
 `KilnError`s, as is any section that does not fit in the blob.
 """
@@ -296,6 +298,9 @@ class Executable:
     nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """``(kernel, model node names)`` of the kernels whose calls named model nodes (ONNX or FX
     node names, from every call site of the kernel), for profiles and ``kiln inspect``."""
+    externals: tuple[tuple[str, str], ...] | None = ()
+    """``(symbol, codegen)`` of each function an external codegen (``"dnnl"``) made, linked into
+    the library; ``None`` when not recorded (a blob from a kiln before they were)."""
 
     @property
     def exec_mode(self) -> str:
@@ -460,7 +465,7 @@ def write_executable(exe: Executable, out: BinaryIO) -> int:
     nodes = {k: list(names) for k, names in exe.nodes}
     meta = json.dumps(
         {"functions": funcs, "constants": consts, "signatures": sigs, "costs": costs,
-         "nodes": nodes}
+         "nodes": nodes, "externals": dict(exe.externals or ())}
     ).encode()  # fmt: skip
     code = encode(exe.instructions).tobytes()
     meta_off = _HEADER.size
@@ -541,6 +546,10 @@ def deserialize(buf: Any, library: Any = None, where: str = "blob") -> Executabl
         signatures = tuple(_signature(s) for s in meta.get("signatures", ()))
         costs = tuple((str(k), _count(f), _count(b)) for k, f, b in meta.get("costs", ()))
         nodes = tuple((str(k), tuple(map(str, v))) for k, v in meta.get("nodes", {}).items())
+        known = meta.get("externals")
+        externals = None if known is None else tuple((str(k), str(v)) for k, v in known.items())
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise KilnError(f"corrupt kiln executable ({where}): {e}") from e
-    return Executable(functions, decode(code), constants, library, signatures, costs, nodes)
+    return Executable(
+        functions, decode(code), constants, library, signatures, costs, nodes, externals
+    )

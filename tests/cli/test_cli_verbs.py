@@ -276,8 +276,7 @@ def test_inspect_a_library_lists_its_kernels(files: dict[str, Path]) -> None:
     assert "symbolic dims: none (fixed shapes)" in out.stdout
     listed = [line.split()[0] for line in out.stdout.split("known):\n")[1].splitlines()[:-1]]
     assert listed == list(kernels)
-    assert out.stdout.rstrip().endswith("external codegens: not recorded in the library "
-                                        "(their kernels are listed above)")  # fmt: skip
+    assert out.stdout.rstrip().endswith("\nexternal functions: none")
     bad = kiln_cli("inspect", str(files["root"] / "w.npy"), cache=files["cache"])
     assert bad.returncode == 1 and bad.stderr.startswith("kiln inspect: error: ")
     assert "is not an ONNX model" in bad.stderr and len(bad.stderr.splitlines()) == 1

@@ -174,6 +174,27 @@ def test_corrupt_kernel_nodes_are_a_kiln_error(bad: object) -> None:
         deserialize(blob)
 
 
+EXTERNALS = (("dnnl_conv2d_relu", "dnnl"), ("dnnl_matmul", "dnnl"))
+
+
+def test_external_codegens_round_trip_and_an_older_blob_has_them_unknown() -> None:
+    """Which codegen made each external function survives serialization; a blob written before
+    that was recorded (no ``externals`` key) reads as not knowing (``None``), not as none."""
+    base = sample()
+    exe = Executable(base.functions, base.instructions, base.constants, externals=EXTERNALS)
+    assert deserialize(exe.serialize()).externals == EXTERNALS
+    assert deserialize(base.serialize()).externals == ()
+    old = deserialize(with_meta(exe.serialize(), lambda meta: meta.pop("externals")))
+    assert old.externals is None
+    check_same(base, old)
+
+
+def test_corrupt_externals_are_a_kiln_error() -> None:
+    blob = with_meta(sample().serialize(), lambda meta: meta.update(externals=[["k", "dnnl"]]))
+    with pytest.raises(KilnError, match="corrupt kiln executable"):
+        deserialize(blob)
+
+
 def test_save_and_load(tmp_path: Path) -> None:
     exe = sample()
     path = exe.save(tmp_path / "prog.kvm")

@@ -34,7 +34,8 @@ symbolic variable no parameter has as a plain dim (``n`` when a parameter is
 Each lowered PrimFunc carries the ``target`` attribute and the span of the function it came from;
 one of constant shapes also its work, ``kiln.cost`` (`kiln.relax.analysis.cost`), and one
 whose calls name model nodes (a frontend's `NodeSpan`) the names of those nodes, ``kiln.nodes``
-(`NODES`), gathered over every call site that shares it.
+(`NODES`), gathered over every call site that shares it; so does each ``Extern=1`` function an
+external codegen made.
 Module-level primitive functions whose calls were all lowered are removed. Errors (no codegen, a
 codegen that fails, an operator without a legalization, an opaque call inside a primitive) are
 `PassError`s naming the function, the operator and the fix.
@@ -85,8 +86,9 @@ PASS = "lower-te"
 
 NODES = "kiln.nodes"
 """The kernel attribute naming the model nodes (ONNX or FX node names, in call order, each once)
-whose operators the kernel computes, over all its call sites. They are the model's, not the
-kernel's: `kiln.driver.relax_build` records them and drops them before the kernel cache's key."""
+whose operators the kernel (or external function) computes, over all its call sites. They are
+the model's, not the kernel's: `kiln.driver.relax_build` records them and drops them before the
+kernel cache's key."""
 
 
 class _NodeNames(ExprVisitor):
@@ -200,7 +202,9 @@ class _Lowerer(ExprMutator):
         if isinstance(c.op, GlobalVar):
             self.lowered_globals.add(c.op.name_hint)
         if func.get_attr(COMPILER):
-            return self.lowered(c, func, self.external(func, where), args, sinfo, [], where)
+            ext = self.external(func, where)
+            self.note_nodes(ext, func, c)
+            return self.lowered(c, func, ext, args, sinfo, [], where)
         gv, positions = self.primitive(func, where)
         self.note_nodes(gv, func, c)
         # NOTE: a ``dims`` parameter's variables reach the kernel as ``tir_vars`` below
