@@ -85,7 +85,7 @@ class Pattern:
 
     def match_into(self, e: Any, m: Match) -> bool:
         """Match at ``e``, adding to ``m``'s bindings (left partly filled when it fails)."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement match_into(e, m)")
 
     def root_ops(self) -> frozenset[str] | None:
         """The operators a value this pattern matches may call (None: any value)."""
