@@ -22,10 +22,17 @@ kiln.compile(sys.argv[1])
 """
 
 
-def _dump(tmp_path: Path, **env: str) -> str:
+MLP_SCRIPT = """
+import kiln
+from kiln.examples.models import MLP
+kiln.compile(MLP)
+"""
+
+
+def _dump(tmp_path: Path, script: str = SCRIPT, **env: str) -> str:
     model = tmp_path / "cnn.onnx"
     run = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(model)],
+        [sys.executable, "-c", script, str(model)],
         env=child_env(KILN_CACHE_DIR=str(tmp_path / "cache"), **env),
         capture_output=True,
         text=True,
@@ -59,7 +66,7 @@ def test_debug_2_dump_is_small_and_every_module_parses_back(tmp_path: Path) -> N
 
 
 def test_print_after_and_funcs_select_what_is_printed(tmp_path: Path) -> None:
-    dump = _dump(tmp_path, KILN_DEBUG="2", KILN_PRINT_AFTER="lower-te,simplify",
+    dump = _dump(tmp_path, MLP_SCRIPT, KILN_DEBUG="2", KILN_PRINT_AFTER="lower-te,simplify",
                  KILN_PRINT_FUNCS="*softmax*")  # fmt: skip
     printed = _printed_modules(dump)
     assert set(printed) == {"lower-te", "simplify"}
