@@ -1,4 +1,5 @@
-"""Image resampling: `resize` (nearest and linear, any axes, ONNX's coordinate modes).
+"""Image resampling: `resize` (nearest and linear, any axes, ONNX's coordinate modes) and
+`grid_sample` (torch's sampling of an image at the points of a grid).
 
 Every axis is resampled independently: output index ``i`` maps to a coordinate ``x`` of the
 input by the coordinate transformation mode (``half_pixel``, ``pytorch_half_pixel``,
@@ -126,3 +127,82 @@ def _linear(x: te.Tensor, i: Sequence[PrimExpr], moving: list[int], coords: dict
         total = term if total is None else total + term
     assert total is not None
     return total if str(x.dtype) == F32 else Cast(x.dtype, total)
+
+
+GRID_MODES = ("bilinear", "nearest")
+GRID_PADDING = ("zeros", "border", "reflection")
+
+
+def _reflect(c: PrimExpr, lo2: int, hi2: int) -> PrimExpr:
+    """``c`` reflected into ``[lo2 / 2, hi2 / 2]`` (bounds given doubled, as they are halves)."""
+    if lo2 == hi2:
+        return _f(0.0)
+    lo, span = lo2 / 2, (hi2 - lo2) / 2
+    d = tir_op.math("fabs", c - _f(lo))
+    extra = tir_op.math("fmod", d, _f(span))
+    flips = Cast("int64", tir_op.math("floor", d / _f(span)))
+    even = (flips % IntImm("int64", 2)).eq(IntImm("int64", 0))
+    return Select(even, extra + _f(lo), _f(span) - extra + _f(lo))
+
+
+def _grid_coord(g: PrimExpr, n: int, padding: str, align: bool) -> PrimExpr:
+    """The input coordinate of normalized grid value ``g`` (``-1..1``) on an axis of ``n``."""
+    one = _f(1.0)
+    c = (g + one) / _f(2.0) * _f(n - 1) if align else ((g + one) * _f(n) - one) / _f(2.0)
+    if padding == "reflection":
+        c = _reflect(c, 0, 2 * (n - 1)) if align else _reflect(c, -1, 2 * n - 1)
+    if padding in ("border", "reflection"):
+        c = Min(Max(c, _f(0.0)), _f(n - 1))
+    return c
+
+
+def grid_sample(x: te.Tensor, grid: te.Tensor, mode: str = "bilinear", padding: str = "zeros",
+                align_corners: bool = False) -> te.Tensor:  # fmt: skip
+    """``torch.nn.functional.grid_sample`` of a 4-D ``x`` ``[N, C, H, W]``: output
+    ``[N, C, Ho, Wo]`` samples ``x`` at ``grid[n, i, j] = (x, y)`` (normalized to ``-1..1``;
+    ``align_corners``: -1 and 1 are the centres of the corner pixels, else their outer edges),
+    bilinearly or at the nearest pixel (halves to even); taps outside the image read 0
+    (``"zeros"``), the edge (``"border"``) or the image mirrored (``"reflection"``)."""
+    if mode not in GRID_MODES or padding not in GRID_PADDING:
+        raise IRValueError(
+            f"grid_sample: mode must be one of {GRID_MODES} and padding one of {GRID_PADDING}, "
+            f"got {mode!r} and {padding!r}"
+        )
+    if not all(isinstance(d, IntImm) for d in (*x.shape, *grid.shape)) or len(x.shape) != 4:
+        raise IRValueError(
+            f"grid_sample: needs a 4-D input and a grid of constant shapes, got {x.shape} and "
+            f"{grid.shape}"
+        )
+    n, c, h, w = (d.value for d in x.shape)
+    _, ho, wo, _ = (d.value for d in grid.shape)
+
+    def tap(b: PrimExpr, ch: PrimExpr, yy: PrimExpr, xx: PrimExpr) -> PrimExpr:
+        dt = str(b.dtype)
+        yi, xi = Cast(dt, yy), Cast(dt, xx)
+        inside = (yi >= IntImm(dt, 0)) & (yi < IntImm(dt, h)) & (xi >= IntImm(dt, 0))
+        inside = inside & (xi < IntImm(dt, w))
+        read = x[b, ch, _clamp(yy, h, dt), _clamp(xx, w, dt)]
+        read = read if str(read.dtype) == F32 else Cast(F32, read)
+        return Select(inside, read, _f(0.0))
+
+    def body(b: PrimExpr, ch: PrimExpr, i: PrimExpr, j: PrimExpr) -> PrimExpr:
+        gx, gy = (grid[b, i, j, IntImm(str(b.dtype), k)] for k in (0, 1))
+        gx, gy = (g if str(g.dtype) == F32 else Cast(F32, g) for g in (gx, gy))
+        cx = _grid_coord(gx, w, padding, align_corners)
+        cy = _grid_coord(gy, h, padding, align_corners)
+        if mode == "nearest":
+            out = tap(b, ch, tir_op.math("nearbyint", cy), tir_op.math("nearbyint", cx))
+        else:
+            x0, y0 = tir_op.math("floor", cx), tir_op.math("floor", cy)
+            fx, fy = cx - x0, cy - y0
+            out = None
+            for dy, wy in ((0.0, _f(1.0) - fy), (1.0, fy)):
+                for dx, wx in ((0.0, _f(1.0) - fx), (1.0, fx)):
+                    term = wy * wx * tap(b, ch, y0 + _f(dy), x0 + _f(dx))
+                    out = term if out is None else out + term
+        return out if str(x.dtype) == F32 else Cast(x.dtype, out)
+
+    return te.compute(
+        (n, c, ho, wo), body, name="T_grid_sample", tag=tag.INJECTIVE,
+        attrs=tag.attrs_for(tag.INJECTIVE),
+    )  # fmt: skip

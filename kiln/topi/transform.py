@@ -1,5 +1,5 @@
 """Injective operators that move data: ``transpose``, ``reshape``, ``concatenate``, ``split``,
-``pad``, ``strided_slice``, ``take`` and ``gather``.
+``pad``, ``mirror_pad``, ``strided_slice``, ``take`` and ``gather``.
 
 Every output element reads at most one input element through an index map (pad and concatenate
 choose between sources with `if_then_else`, which evaluates only the chosen side), so all of them
@@ -285,6 +285,38 @@ def pad(x: Tensor, pad_width: Any, pad_value: Any = 0, name: str = "T_pad") -> T
         for c in conds[1:]:
             cond = cond & c
         return te.if_then_else(cond, read, value)
+
+    return _injective(shape, f, name)
+
+
+def mirror_pad(x: Tensor, pad_width: Any, mode: str, name: str = "T_pad") -> Tensor:
+    """``x`` padded with its own elements: ``"reflect"`` mirrors about the edge element
+    (``[2, 1 | 0, 1, 2 | 1, 0]``, each width below the axis' extent), ``"edge"`` repeats it
+    (``[0, 0 | 0, 1, 2 | 2, 2]``). ``pad_width`` as in `pad`."""
+    x = check_tensor("pad", x)
+    pairs = _pad_widths(x, pad_width)
+    if mode not in ("reflect", "edge"):
+        raise IRValueError(f"pad: mode must be 'constant', 'reflect' or 'edge', got {mode!r}")
+    for k, (b, a) in enumerate(pairs):
+        n = const_int(x.shape[k])
+        if mode == "reflect" and (b or a) and (n is None or max(b, a) >= n):
+            raise IRValueError(
+                f"pad: reflect padding ({b}, {a}) of axis {k} of tensor {x.name!r} needs "
+                f"widths below its extent {x.shape[k]}"
+            )
+    shape = tuple(_grow(d, b + a) for d, (b, a) in zip(x.shape, pairs))
+
+    def source(i: PrimExpr, n: PrimExpr, b: int) -> PrimExpr:
+        src = i - b if b else i
+        if mode == "edge":
+            return Min(Max(src, convert(0, src.dtype)), n - convert(1, n.dtype))
+        src = Select(src < convert(0, src.dtype), Sub(convert(0, src.dtype), src), src)
+        top = n - convert(1, n.dtype)
+        return Select(src > top, top + top - src, src)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        idx = [source(i[k], x.shape[k], b) if b or a else i[k] for k, (b, a) in enumerate(pairs)]
+        return x[tuple(idx)]
 
     return _injective(shape, f, name)
 

@@ -4,6 +4,7 @@
 from kiln.relax.op import image, memory, nn
 from kiln.relax.op.binary import (
     add,
+    atan2,
     bitwise_and,
     bitwise_or,
     bitwise_xor,
@@ -66,6 +67,7 @@ from kiln.relax.op.manipulate import (
 from kiln.relax.op.reduce import argmax, argmin, max, mean, min, prod, sum, variance
 from kiln.relax.op.registry import OpDef, find_op_def, get_op_def, list_op_defs, register_op
 from kiln.relax.op.scan import cumprod, cumsum
+from kiln.relax.op.scatter import scatter_elements, scatter_nd
 from kiln.relax.op.unary import (
     abs,
     acos,
@@ -82,11 +84,15 @@ from kiln.relax.op.unary import (
     cosh,
     erf,
     exp,
+    expm1,
     floor,
     isfinite,
     isinf,
     isnan,
     log,
+    log1p,
+    log2,
+    log10,
     logical_not,
     negative,
     round,
@@ -98,6 +104,7 @@ from kiln.relax.op.unary import (
     sqrt,
     tan,
     tanh,
+    trunc,
 )
 from kiln.relax.op.vm import call_builtin_with_ctx, null_value
 

@@ -31,19 +31,22 @@ from kiln.relax.op.common import (
     is_one,
     out_tensor,
     require_bool,
+    require_float,
     require_numeric,
     same_dtype,
     tensor_sinfo,
 )
 from kiln.relax.op.registry import register_op
 from kiln.relax.struct_info import StructInfo
+from kiln.tir import op as tir_op
 from kiln.tir.expr import Select, const
 from kiln.topi.tag import Pattern
 
 
 def infer_broadcast(call: Call, n: int, kind: str) -> StructInfo:
     """The broadcast of ``n`` tensor operands; ``kind``: ``"arith"``, ``"numeric"`` (arithmetic
-    refusing ``bool``), ``"compare"``, ``"logical"`` (dtype rules in `relax.op.common`)."""
+    refusing ``bool``), ``"float"`` (float math), ``"compare"``, ``"logical"`` (dtype rules in
+    `relax.op.common`)."""
     check_arity(call, n)
     infos = [tensor_sinfo(call, i, f"operand {i}") for i in range(n)]
     if kind == "logical":
@@ -54,6 +57,9 @@ def infer_broadcast(call: Call, n: int, kind: str) -> StructInfo:
         if kind == "numeric":
             for i, s in enumerate(infos):
                 require_numeric(call, s, i)
+        if kind == "float":
+            for i, s in enumerate(infos):
+                require_float(call, s, i)
         dtype = same_dtype(call, infos)
         if kind == "compare":
             dtype = BOOL
@@ -108,6 +114,12 @@ less = make_binary("less", topi.less, "compare", "``x1 < x2`` (bool).")
 less_equal = make_binary("less_equal", topi.less_equal, "compare", "``x1 <= x2`` (bool).")
 greater = make_binary("greater", topi.greater, "compare", "``x1 > x2`` (bool).")
 greater_equal = make_binary("greater_equal", topi.greater_equal, "compare", "``x1 >= x2``.")
+atan2 = make_binary(
+    "atan2",
+    lambda a, b: topi.elemwise.binary("atan2", a, b, lambda y, x: tir_op.math("atan2", y, x)),
+    "float",
+    "The angle of the point ``(x2, x1)``: ``atan(x1 / x2)`` in the right quadrant (float).",
+)
 logical_and = make_binary("logical_and", topi.logical_and, "logical", "``x1 and x2`` (bool).")
 logical_or = make_binary("logical_or", topi.logical_or, "logical", "``x1 or x2`` (bool).")
 logical_xor = make_binary("logical_xor", topi.logical_xor, "logical", "``x1 != x2`` (bool).")

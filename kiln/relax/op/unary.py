@@ -142,6 +142,16 @@ cosh = make_unary("cosh", _libm("cosh"), "float", "The hyperbolic cosine.")
 asinh = make_unary("asinh", _libm("asinh"), "float", "The inverse hyperbolic sine.")
 acosh = make_unary("acosh", _libm("acosh"), "float", "The inverse hyperbolic cosine.")
 atanh = make_unary("atanh", _libm("atanh"), "float", "The inverse hyperbolic tangent.")
+log2 = make_unary("log2", _libm("log2"), "float", "The base-2 logarithm.")
+log10 = make_unary("log10", _libm("log10"), "float", "The base-10 logarithm.")
+log1p = make_unary("log1p", _libm("log1p"), "float", "``log(1 + x)``, exact for small ``x``.")
+trunc = make_unary("trunc", _libm("trunc"), "float", "Rounding toward zero.")
+expm1 = make_unary(
+    "expm1",
+    lambda x: unary("expm1", x, topi.math.expm1, None, floats=True),
+    "float",
+    "``e ** x - 1``, exact for small ``x`` (`kiln.topi.math.expm1`).",
+)
 
 
 def _infer_clip(call: Call, ctx: Any) -> StructInfo:

@@ -13,6 +13,7 @@ from kiln.relax import op as R
 from kiln.topi.layout import transform_array
 from tests.relax.op.cases_activation import ACTIVATION
 from tests.relax.op.cases_arith import ARITH
+from tests.relax.op.cases_index import INDEX
 from tests.relax.op.harness import Case
 
 RNG = np.random.default_rng(7)
@@ -636,5 +637,6 @@ FAMILIES = {
     "nn": NN,
     "manipulate": MANIPULATE,
     "create": CREATE,
+    "index": INDEX,
 }
 ALL = [c for cases in FAMILIES.values() for c in cases]

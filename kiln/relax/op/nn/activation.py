@@ -213,8 +213,9 @@ def _infer_pad(call: Call, ctx: Any) -> StructInfo:
     check_arity(call, 1)
     x = tensor_sinfo(call, 0, "the operand")
     widths = call.attrs["pad_width"]
-    if call.attrs["pad_mode"] != "constant":
-        raise fail(call, f"only pad_mode='constant' is supported, got {call.attrs['pad_mode']!r}")
+    if call.attrs["pad_mode"] not in ("constant", "reflect", "edge"):
+        mode = call.attrs["pad_mode"]
+        raise fail(call, f"pad_mode must be 'constant', 'reflect' or 'edge', got {mode!r}")
     if x.ndim >= 0 and len(widths) != 2 * x.ndim:
         raise fail(
             call, f"pad_width needs {2 * x.ndim} values for a rank-{x.ndim} tensor, got {widths}"
@@ -230,12 +231,16 @@ def _infer_pad(call: Call, ctx: Any) -> StructInfo:
 def _legalize_pad(call: Call, args: list[Any]) -> Any:
     w = call.attrs["pad_width"]
     pairs = [(w[2 * k], w[2 * k + 1]) for k in range(len(w) // 2)]
+    if call.attrs["pad_mode"] != "constant":
+        return topi.transform.mirror_pad(args[0], pairs, call.attrs["pad_mode"])
     return topi.pad(args[0], pairs, call.attrs["pad_value"])
 
 
 @register_op("relax.nn.pad", infer=_infer_pad, legalize=_legalize_pad, pattern=Pattern.INJECTIVE)
 def pad(data: Expr, pad_width: Any, pad_value: float = 0.0, pad_mode: str = "constant") -> Call:
-    """``data`` padded by ``pad_width`` = ``[before_0, after_0, before_1, after_1, ...]``."""
+    """``data`` padded by ``pad_width`` = ``[before_0, after_0, before_1, after_1, ...]``:
+    with ``pad_value`` (``pad_mode="constant"``), or with its own elements mirrored about the
+    edge (``"reflect"``) or repeated (``"edge"``; `kiln.topi.transform.mirror_pad`)."""
     widths = int_list(pad_width, "relax.nn.pad: pad_width")
     return Call(
         Op.get("relax.nn.pad"),
