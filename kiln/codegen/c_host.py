@@ -30,6 +30,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kiln.codegen.c import CodeGenC, Exit, FuncState
+from kiln.codegen.c_entry_table import (
+    PAIRS_HELPER,
+    TABLE_HELPER,
+    entry_tables,
+    table_ready,
+    variable_slots,
+)
 from kiln.codegen.c_expr import c_string, is_op
 from kiln.codegen.c_host_prelude import HOST_HELPERS
 from kiln.codegen.c_prelude import Prelude
@@ -143,6 +150,28 @@ class CodeGenCHost(CodeGenC):
         self.prelude.need("tensor_args")
         self.emit("(void)self;")
         self.emit_entry_prologue(st)
+        tables = ""
+        if table_ready(api):
+            tables, tensors = self.emit_table_checks(st, api)
+        else:
+            tensors = self.emit_checks(api)
+        for a, t in zip(api.args, tensors):
+            if a.buffer is not None:
+                self.emit_data_pointer(a, t)
+        self.emit_call(st, api)
+        sig = "int32_t num_args, TVMFFIAny* result"
+        head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
+        if st.func.get_attr(WEAK_SYMBOL):  # NOTE: a cached kernel linked from two units
+            head = "__attribute__((weak)) " + head
+        self.entries.append(f"{tables}{head} {{\n" + "\n".join(self.lines) + "\n}\n")
+        if api.symbol.startswith(VMTIR_PREFIX) and not self.check_pending:
+            self.entries.append(vmtir_entry(api.symbol[len(VMTIR_PREFIX) :], st.c_name))
+        self.exposed.append(api.symbol)
+        self.signatures[api.symbol] = signature(api)
+        self._fn = None
+
+    def emit_checks(self, api: PackedAPI) -> list[str]:
+        """The plan's checks, a C statement each; returns the tensors' C names."""
         self.emit_arg_count(api)
         tensors = [self.emit_unpack(api, i, a) for i, a in enumerate(api.args)]
         for i in api.compact:
@@ -156,20 +185,27 @@ class CodeGenCHost(CodeGenC):
         for check in api.checks:
             self.emit_dim_check(api, check, tensors[check.arg], where)
         self.emit_overlap_checks(api, tensors)
-        for a, t in zip(api.args, tensors):
-            if a.buffer is not None:
-                self.emit_data_pointer(a, t)
-        self.emit_call(st, api)
-        sig = "int32_t num_args, TVMFFIAny* result"
-        head = f"TVM_FFI_DLL_EXPORT int {entry.c_name}(void* self, const TVMFFIAny* args, {sig})"
-        if st.func.get_attr(WEAK_SYMBOL):  # NOTE: a cached kernel linked from two units
-            head = "__attribute__((weak)) " + head
-        self.entries.append(f"{head} {{\n" + "\n".join(self.lines) + "\n}\n")
-        if api.symbol.startswith(VMTIR_PREFIX) and not self.check_pending:
-            self.entries.append(vmtir_entry(api.symbol[len(VMTIR_PREFIX) :], st.c_name))
-        self.exposed.append(api.symbol)
-        self.signatures[api.symbol] = signature(api)
-        self._fn = None
+        return tensors
+
+    def emit_table_checks(self, st: FuncState, api: PackedAPI) -> tuple[str, list[str]]:
+        """The plan as static tables and one ``kiln_check_tensors`` call (`c_entry_table`);
+        returns the tables' C and the tensors' C names."""
+        self.prelude.need_function("kiln_check_tensors", TABLE_HELPER)
+        tables, calls = entry_tables(api, f"kiln_{st.c_name}", int_range, dl_dtype)
+        if api.overlaps:
+            self.prelude.need("overlap_args")
+            self.prelude.need_function("kiln_check_pairs", PAIRS_HELPER)
+        slots = variable_slots(api)
+        self.emit(f"DLTensor* kiln_t[{len(api.args)}];")
+        self.emit(f"int64_t kiln_v[{max(len(slots), 1)}];")
+        dev = self.tensor_device_type(st.func)
+        self.emit(f"if ({calls[0]}, {dev}, kiln_t, kiln_v) != 0) return -1;")
+        for call in calls[1:]:
+            self.emit(f"if ({call} != 0) return -1;")
+        for k, var in enumerate(slots):
+            ctype = self.type_of(var.dtype)
+            self.emit(f"{ctype} {self.bind_var(var)} = ({ctype})kiln_v[{k}];")
+        return tables, [f"kiln_t[{i}]" for i in range(len(api.args))]
 
     def emit_entry_prologue(self, st: FuncState) -> None:
         """Hook: code at the start of an entry, before any argument is read (CUDA: driver check)."""

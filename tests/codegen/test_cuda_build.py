@@ -48,9 +48,11 @@ def test_host_source_embeds_the_cubin_and_launches() -> None:
 def test_entry_checks_the_driver_then_cuda_tensors() -> None:
     src = build(K.vector_add()).inspect_source()
     entry = src[src.index("__tvm_ffi_vadd(") :]
-    assert entry.index("kiln_cuda_init()") < entry.index("num_args != 3")
-    assert '"float32", 1, 2, &A_tensor)' in entry, "tensor arguments must be on kDLCUDA (2)"
-    assert "kiln_cuda_device_id = A_tensor->device.device_id;" in entry
+    check = entry.index("kiln_check_tensors(args, num_args, ")  # kiln.codegen.c_entry_table
+    assert entry.index("kiln_cuda_init()") < check
+    assert entry[check:].startswith('kiln_check_tensors(args, num_args, "vadd", kiln_vadd_args, 3')
+    assert ", NULL, 2, kiln_t, kiln_v)" in entry, "tensor arguments must be on kDLCUDA (2)"
+    assert "kiln_cuda_device_id = kiln_t[0]->device.device_id;" in entry
 
 
 def test_launch_parameters_map_to_grid_block_and_shared_memory() -> None:
