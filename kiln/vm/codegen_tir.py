@@ -62,6 +62,7 @@ from kiln.vm.registers import Registers
 
 COPY = builtin("copy").name
 CALL_TIR_DYN = builtin("call_tir_dyn").name
+ALLOC_STORAGE = builtin("alloc_storage").name
 MAKE_SHAPE = builtin("make_shape").name
 MAKE_TUPLE = builtin("make_tuple").name
 TUPLE_GETITEM = builtin("tuple_getitem").name
@@ -183,6 +184,9 @@ class FunctionCodegen:
                     self.shapes[id(b.var)] = v
                 elif _is_call_of(v, CALL_TIR_DYN) and self.direct_ok(v):
                     direct[id(v.args[-1])] = direct.get(id(v.args[-1]), 0) + 1
+                elif self.storage_size(v) is not None:
+                    key = id(self.storage_size(v))
+                    direct[key] = direct.get(key, 0) + 1
         uses = use_counts(s)
         self.skipped |= {k for k, n in direct.items() if uses.get(k) == n}
 
@@ -196,21 +200,41 @@ class FunctionCodegen:
             and callee_of(self.mod, kernel).kind == "kernel"
         )
 
-    def direct_dyn_call(self, call: Call) -> None:
-        """``call_tir_dyn(kernel, args..., shape)`` of a kernel of the module, ``shape`` made by
-        ``make_shape`` from the heap: the kernel called directly, its dims read from the heap
-        (no shape object, no builtin between). NOTE: 12 of a dynamic GPT-2's 80 builtin calls
-        per inference were such shapes."""
-        kernel, *args, shape = call.args
+    def storage_size(self, e: Any) -> Var | None:
+        """The size of ``vm.builtin.alloc_storage(ctx, size, ...)`` when it is a one-dim
+        ``make_shape`` from the heap (passed as an int instead, `visit_op_call`)."""
+        if not (isinstance(e, Call) and isinstance(e.op, Op)):
+            return None
+        if e.op.name != "relax.call_builtin_with_ctx":
+            return None
+        func, args = e.args
+        if not (isinstance(func, ExternFunc) and func.global_symbol == ALLOC_STORAGE):
+            return None
+        size = args.fields[0] if isinstance(args, Tuple) and args.fields else None
+        if not (isinstance(size, Var) and id(size) in self.shapes):
+            return None
+        ndim = self.shapes[id(size)].args[1]
+        return size if ndim.value.value == 1 else None  # type: ignore[attr-defined]
+
+    def shape_ints(self, shape: Var) -> list[PrimExpr]:
+        """The dims of the ``make_shape`` bound to ``shape``: immediates and heap reads."""
         heap, _, *codes = self.shapes[id(shape)].args
-        heap_item = self.arg(heap)
         ints: list[PrimExpr] = []
         for code, value in zip(codes[::2], codes[1::2]):
             v = value.value.value  # type: ignore[attr-defined]
             if code.value.value == MakeCode.USE_IMM:  # type: ignore[attr-defined]
                 ints.append(IntImm(I64, v))
             else:
-                ints.append(tir_call(I64, "anylist_heap_load", heap_item, IntImm(I64, v)))
+                ints.append(tir_call(I64, "anylist_heap_load", self.arg(heap), IntImm(I64, v)))
+        return ints
+
+    def direct_dyn_call(self, call: Call) -> None:
+        """``call_tir_dyn(kernel, args..., shape)`` of a kernel of the module, ``shape`` made by
+        ``make_shape`` from the heap: the kernel called directly, its dims read from the heap
+        (no shape object, no builtin between). NOTE: 12 of a dynamic GPT-2's 80 builtin calls
+        per inference were such shapes."""
+        kernel, *args, shape = call.args
+        ints = self.shape_ints(shape)
         callee = callee_of(self.mod, kernel)
         self.cpacked(callee.name, [*(self.arg(a) for a in args), *ints], None)
 
@@ -243,7 +267,12 @@ class FunctionCodegen:
         dst = None if is_void(call) else self.regs.new()
         func, args = call.args
         assert isinstance(func, ExternFunc) and isinstance(args, Tuple)  # the op's infer
-        self.packed(func.global_symbol, [self.ctx, *(self.arg(a) for a in args.fields)], dst)
+        size = self.storage_size(call)  # NOTE: 7 of a dynamic GPT-2's 13 make_shape calls
+        if size is not None:
+            values = [self.shape_ints(size)[0], *(self.arg(a) for a in args.fields[1:])]
+        else:
+            values = [self.arg(a) for a in args.fields]
+        self.packed(func.global_symbol, [self.ctx, *values], dst)
         return self.reg(dst)
 
     def visit_If(self, e: If) -> PrimExpr | None:

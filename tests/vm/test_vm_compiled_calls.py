@@ -106,3 +106,20 @@ def test_kernels_with_symbolic_dims_are_called_directly_with_dims_from_the_heap(
         for exe in exes.values():
             got = kiln.relax.VirtualMachine(exe)["main"](x, w).numpy()
             np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+def test_symbolic_storage_sizes_are_ints_read_from_the_heap() -> None:
+    """A storage of symbolic size is allocated with its byte count read from the shape heap
+    (an int argument), not through a ``make_shape`` object; the shapes of the tensors placed in
+    it are still made. Results are checked at several sizes by the test above."""
+    body = kiln.relax.build(Symbolic, exec_mode="compiled").library.inspect_source()
+    body = body[body.index("v_vmtir__main(void* ctx_ptr, void* r, void* c, void* f) {") :]
+    body = body[: body.index("\n}\n")]
+    storages = [ln for ln in body.splitlines() if '"vm.builtin.alloc_storage"' in ln]
+    assert storages, body
+    heap_int = "(TVMFFIAny){.type_index = kTVMFFIInt, .v_int64 = (int64_t)(kiln_vm_heap_load("
+    for line in storages:  # argv: the context, then the size
+        after_ctx = line.split("argv[5] = {", 1)[1].split("}, ", 1)[1]
+        assert after_ctx.startswith(heap_int), line
+    # the shapes of the two tensors placed in storages and of the output, none for a storage
+    assert body.count('"vm.builtin.make_shape"') == 3
