@@ -185,7 +185,7 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--peak-gflops", type=float, metavar="G",
                    help="FMA peak (GFLOP/s) of the threads used (default: measured)")  # fmt: skip
     p.add_argument("--bandwidth", type=float, metavar="GB/S",
-                   help="the memory bandwidth (GB/s): adds each kernel's %% of bound")  # fmt: skip
+                   help="memory bandwidth (GB/s) for %% bound (default: measured)")  # fmt: skip
     p.add_argument("--repeat", type=int, default=20, metavar="N",
                    help="profiled calls; each time is the median of them (default 20)")  # fmt: skip
     p.add_argument("--warmup", type=int, default=3, metavar="N",

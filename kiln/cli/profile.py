@@ -4,9 +4,11 @@ The model is called ``--warmup`` times (and for at least 50 ms) before ``--repea
 calls, so the table shows a warm call: each time is its median over the profiled calls, the
 total the median call time (`kiln.runtime.profile`). Each kernel row gives the model nodes it
 came from, its FLOPs and bytes, GFLOP/s, GB/s and its share of the FMA peak of the threads it
-ran on (measured once per machine, `kiln.runtime.fma_peak`; ``--peak-gflops`` overrides it);
-``--bandwidth`` adds each kernel's share of its roofline bound. ``--json`` prints the same as
-JSON with the full kernel and node names (the table cuts long ones in the middle).
+ran on and its share of its roofline bound (FLOPs at that peak or bytes at the memory
+bandwidth on those threads, whichever takes longer), both measured once per machine
+(`kiln.runtime.fma_peak`; ``--peak-gflops`` and ``--bandwidth`` override them). ``--json``
+prints the same as JSON with the full kernel and node names (the table cuts long ones in the
+middle).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     inputs = _example_inputs(model, args)
     report = model.profile(**inputs, repeat=args.repeat, warmup=args.warmup)
     peak = args.peak_gflops if args.peak_gflops is not None else report.peak_gflops
-    report = report.with_bounds(peak, args.bandwidth).sorted_by(args.sort)
+    bandwidth = args.bandwidth if args.bandwidth is not None else report.bandwidth_gbs
+    report = report.with_bounds(peak, bandwidth).sorted_by(args.sort)
     print(json.dumps(report.to_json(), indent=2) if args.json else report)
     return 0
 

@@ -6,6 +6,9 @@
     model = kiln.compile(mod, external_codegens=["dnnl"])   # convolutions, matmuls: oneDNN
     model = kiln.compile("bert.onnx", dims={"seq": [32, 128]})  # + fixed-size models for those
                                               # sizes; (lo, hi) for bounds (kiln.driver.dims)
+    model = kiln.compile(net, example_args=(x,), dynamic=True)  # torch: dim 0 of every input
+    model = kiln.compile(net, example_args=(ids, mask), dims={"batch": 0, "seq": 1})  # axes
+                                              # (kiln.driver.torch_export; or dynamic_shapes=)
     y = model(x, w)                           # calls its entry function ("main")
     y = model(x=x, w=w)                       # inputs by name (checked against the model)
     ys = model.run(None, {"x": x, "w": w})    # onnxruntime's run: [numpy arrays] (or names)
@@ -47,14 +50,15 @@ import numpy as np
 from kiln import config
 from kiln.driver import model_cache
 from kiln.driver.build import build_target
-from kiln.driver.dims import DeclaredDims, SizeRouter, fixed_shapes
+from kiln.driver.dims import DeclaredDims, SizeRouter, fixed_shapes, symbolic_dims
 from kiln.driver.inputs import (
     InputSpec,
     arrange_inputs,
-    as_ir_module,
     bind_outputs,
+    import_model,
     input_specs,
     is_onnx_model,
+    is_torch_module,
 )
 from kiln.driver.model_cache import model_key
 from kiln.driver.relax_build import build, model_flags
@@ -62,7 +66,7 @@ from kiln.driver.timing import CompileTimer
 from kiln.errors import FrontendError, KilnError
 from kiln.ir.target import Target
 from kiln.runtime import VirtualMachine, load_module
-from kiln.runtime.fma_peak import fma_peak_gflops
+from kiln.runtime.fma_peak import fma_peak_gflops, memory_bandwidth_gbs
 from kiln.runtime.ndarray import NDArray
 from kiln.runtime.profile import DEFAULT_REPEAT, DEFAULT_WARMUP
 from kiln.runtime.tensor import Device
@@ -272,13 +276,15 @@ class CompiledModel:
     ) -> ProfileReport:
         """Where the entry function's time goes, per kernel (print it): ``warmup`` calls, then
         the medians of ``repeat`` profiled ones (`kiln.runtime.VirtualMachine.profile`), with
-        each kernel's share of the FMA peak of the threads it runs on (`fma_peak_gflops`)."""
+        each kernel's share of the FMA peak of the threads it runs on (`fma_peak_gflops`) and of
+        its roofline bound with the memory bandwidth measured on them (`memory_bandwidth_gbs`)."""
         values = arrange_inputs(self._call.params, args, kwargs, self.inputs)
         bucket = None if self.sizes is None else self.sizes.pick(values)
         with self._lock:
             vm = (bucket or self).vm
             report = vm.profile(self.entry, *values, repeat=repeat, warmup=warmup)
-        return report.with_bounds(fma_peak_gflops() * pool_threads())
+        threads = pool_threads()
+        return report.with_bounds(fma_peak_gflops() * threads, memory_bandwidth_gbs(threads))
 
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Write the model as one shared library (load it back with `kiln.load`)."""
@@ -303,20 +309,26 @@ def compile(  # noqa: A001 - the public name kiln.compile
     example_args: Any = None,
     external_codegens: Sequence[str] = (),
     dims: dict[str, Any] | None = None,
+    dynamic: bool = False,
     num_threads: int | None = None,
     **options: Any,
 ) -> CompiledModel:
     """Compile a model for ``target`` and load it (see the module docstring). ``options`` go to
     the frontend: ``shape_dict``/``dtype_dict``/``opset`` for ONNX, ``dynamic_shapes`` for
     torch; the subgraphs that the external codegens named in ``external_codegens`` support go
-    to them; ``dims`` declares sizes of symbolic dims (`kiln.driver.dims`); ``num_threads``
-    caps the model's threads (`CompiledModel.set_num_threads`)."""
+    to them; ``dims`` declares sizes of symbolic dims (`kiln.driver.dims`: a list of sizes is
+    buckets, a (low, high) tuple bounds) and, for a torch module, which axes are dynamic (an
+    int: that axis of every input, named by the key); ``dynamic=True`` is ``dims={"batch": 0}``
+    (`kiln.driver.torch_export`); ``num_threads`` caps the model's threads
+    (`CompiledModel.set_num_threads`)."""
     if num_threads is not None:
         model = compile(obj, target, exec_mode, entry=entry, device=device,
                         example_args=example_args, external_codegens=external_codegens,
-                        dims=dims, **options)  # fmt: skip
+                        dims=dims, dynamic=dynamic, **options)  # fmt: skip
         model.set_num_threads(num_threads)
         return model
+    if dynamic or dims is not None:
+        dims = _dynamic_axes(obj, example_args, dims, dynamic, options)
     if dims is not None:
         declared = DeclaredDims.parse(dims)
         again = dict(entry=entry, device=device, example_args=example_args)
@@ -328,24 +340,92 @@ def compile(  # noqa: A001 - the public name kiln.compile
 
         model.sizes = size_router(model, declared, obj, options, fixed)
         return model
+    return compile_keyed(
+        lambda: import_model(obj, example_args, **options),
+        lambda tgt: model_key(obj, tgt, exec_mode, entry, external_codegens, options),
+        target, exec_mode, entry=entry, device=device, external_codegens=external_codegens,
+    )  # fmt: skip
+
+
+Importer = Callable[[], "tuple[Any, dict[str, tuple[int, int | None]]]"]
+"""Makes a model's relax `IRModule` and its torch ranges (`kiln.driver.inputs.import_model`)."""
+
+
+def compile_keyed(
+    importer: Importer,
+    keyer: Callable[[Target], str | None],
+    target: str | Target = "c",
+    exec_mode: str = "compiled",
+    *,
+    entry: str = "main",
+    device: Device | None = None,
+    external_codegens: Sequence[str] = (),
+) -> CompiledModel:
+    """The model ``importer`` makes, built for ``target``, through the model cache under the key
+    ``keyer(target)`` gives (None: not cached). `compile` and the TorchDynamo backend
+    (`kiln.driver.dynamo`, which keys a graph by its own digest) share it; ``KILN_DEBUG=time``
+    prints its phases (a cache hit has no "import")."""
     timer = CompileTimer() if config.load().time_passes else None
     clock = timer or CompileTimer()
     tgt = build_target(target)
     with clock.phase("cache key"):
-        key = model_key(obj, tgt, exec_mode, entry, external_codegens, options)
+        key = keyer(tgt)
     with clock.phase("cache lookup + load"):
         hit = cached_model(key, device, entry)
     if hit is None:
         if key is not None:  # NOTE: the export for the model cache needs them (see the commit)
             prebuild_runtime(model_flags(tgt))
         with clock.phase("import"):
-            mod = as_ir_module(obj, example_args, **options)
+            mod, ranges = importer()
         ex = build(mod, tgt, exec_mode, external_codegens=external_codegens, timer=timer)
         with clock.phase("cache store + load"):
             hit = stored_model(key, ex, input_specs(mod, entry), device, entry)
+        hit.sizes = range_router(hit, ranges)
     if timer is not None:
         print(timer.table(), file=sys.stderr)
     return hit
+
+
+TORCH_RANGE = "the range torch.export traced it for"
+"""Where the bounds of a torch program's dims come from, in the call-time error."""
+
+
+def range_router(
+    model: CompiledModel, ranges: dict[str, tuple[int, int | None]]
+) -> SizeRouter | None:
+    """A `SizeRouter` checking the torch ranges of ``model``'s symbolic dims at each call (None
+    when every range allows every size)."""
+    known = symbolic_dims(model.inputs)
+    bounds = {n: r for n, r in ranges.items() if n in known and (r[0] > 0 or r[1] is not None)}
+    if not bounds:
+        return None
+    return SizeRouter(model.inputs or [], DeclaredDims().with_ranges(bounds, TORCH_RANGE), {})
+
+
+def _dynamic_axes(
+    obj: Any, example_args: Any, dims: dict[str, Any] | None, dynamic: bool, options: dict
+) -> dict[str, Any] | None:
+    """``dims`` less the axes (ints) it names, which with ``dynamic=True`` become a torch
+    module's ``dynamic_shapes`` in ``options`` (`kiln.driver.torch_export.apply_shorthand`)."""
+    if is_torch_module(obj):
+        # NOTE: a function-level import, as in `kiln.driver.inputs` (loads the torch frontend)
+        from kiln.driver.torch_export import apply_shorthand
+
+        rest = apply_shorthand(obj, example_args, dims, dynamic, options)
+        return None if rest is None else dict(rest)
+    if dynamic:
+        raise KilnError(
+            f"dynamic=True marks dim 0 of a torch module's inputs dynamic; a "
+            f"{type(obj).__name__} keeps the dims it has (give dims= bounds or buckets)"
+        )
+    for name, value in (dims or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise KilnError(
+                f"dims={{{name!r}: {value!r}}}: an int is an axis, which marks a torch module's "
+                "inputs dynamic; for this model give a list of sizes (buckets, e.g. [16, 32, "
+                "64]) or a (low, high) tuple (bounds, e.g. (1, 512))"
+            )
+    return dims
 
 
 def size_router(
@@ -357,6 +437,8 @@ def size_router(
 ) -> SizeRouter:
     """``model``'s `SizeRouter`, with a model compiled by ``compile_fixed(shape_dict)`` for
     every combination of the declared buckets."""
+    if model.sizes is not None:  # the torch program's own ranges
+        declared = declared.with_ranges(model.sizes.declared.bounds, TORCH_RANGE)
     declared.check_names(model.inputs)
     variants = {}
     if declared.sizes:

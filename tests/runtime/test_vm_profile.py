@@ -99,7 +99,7 @@ def test_profile_reports_each_kernels_work_and_its_share_of_the_bounds(tmp_path)
     # x, the packed weight (panels of whole tiles: at least k x n) and the result
     assert row.bytes is not None and row.bytes >= 4 * (m * k + k * n + m * n)
     assert row.gflops == pytest.approx(row.flops / row.mean_us / 1e3)
-    assert "GFLOP/s" in str(report) and "% bound" not in str(report)
+    assert "GFLOP/s" in str(report) and "% bound" not in str(report.with_bounds(100.0, None))
     bounded = report.with_bounds(100.0, 20.0)
     share = row.bound_share(100.0, 20.0)
     assert share is not None and share > 0
@@ -242,9 +242,10 @@ def test_table_cuts_long_names_in_the_middle_and_json_keeps_them() -> None:
 
 def test_model_profile_reports_the_share_of_the_measured_fma_peak() -> None:
     """`CompiledModel.profile` divides each kernel's GFLOP/s by the FMA peak of the pool's
-    threads, measured once (`fma_peak_gflops`) and the same on the next call."""
+    threads, measured once (`fma_peak_gflops`) and the same on the next call; likewise the
+    memory bandwidth of its roofline bound (`memory_bandwidth_gbs`)."""
     import kiln
-    from kiln.runtime.fma_peak import fma_peak_gflops
+    from kiln.runtime.fma_peak import fma_peak_gflops, memory_bandwidth_gbs
     from kiln.runtime.thread_pool import pool_threads
 
     model = kiln.compile(_mlp_layer(12, 64, 40))
@@ -255,7 +256,11 @@ def test_model_profile_reports_the_share_of_the_measured_fma_peak() -> None:
     (row,) = [r for r in report.rows if "matmul" in r.kernel]
     share = row.peak_share(report.peak_gflops)
     assert share is not None and 0 < share < 1.5
-    assert "% peak" in str(report) and "% bound" not in str(report)
+    assert "% peak" in str(report) and "% bound" in str(report)
+    bandwidth = memory_bandwidth_gbs(pool_threads())  # measured once, on the profile's threads
+    assert report.bandwidth_gbs == bandwidth == memory_bandwidth_gbs(pool_threads())
+    assert 0.1 < bandwidth < 10_000
+    assert row.bound_share(report.peak_gflops, bandwidth) is not None
 
 
 def test_the_total_is_the_plain_calls_median_not_the_profiled_calls() -> None:
@@ -290,3 +295,21 @@ def test_warm_up_calls_until_its_minimum_time_has_passed(monkeypatch: pytest.Mon
     assert profile_module.warm_up(call, 2, min_s=0.05) == 5
     assert profile_module.warm_up(call, 8, min_s=0.05) == 8
     assert profile_module.warm_up(call, 0, min_s=0.05) == 0
+
+
+def test_machine_bounds_are_measured_once_and_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The FMA peak and the memory bandwidth are recorded in kiln's cache beside the libraries
+    that measured them: a process that has not measured them reads them back."""
+    from kiln.runtime import fma_peak as bounds
+
+    gbs = bounds.memory_bandwidth_gbs(1)
+    peak = bounds.fma_peak_gflops()
+    assert 0.1 < gbs < 10_000
+    monkeypatch.setattr(bounds, "_measured", {})
+
+    def measure(*args: object) -> float:
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(bounds, "_measure_triad", measure)
+    monkeypatch.setattr(bounds, "_measure", measure)
+    assert bounds.memory_bandwidth_gbs(1) == gbs and bounds.fma_peak_gflops() == peak
