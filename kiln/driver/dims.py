@@ -12,9 +12,14 @@
   `FrontendError` (a ``ValueError``) naming the input, the dim and both values, before any kernel
   runs.
 
+- An **int** is an axis, for a torch module only: that axis of every tensor input that has it
+  becomes the symbolic dim of that name (``dims={"batch": 0, "seq": 1}``;
+  `kiln.driver.torch_export`).
+
 Names are the symbolic dims of the model's inputs (``model.inputs`` lists them). Buckets need a
-model kiln can import again with fixed shapes (an ONNX model, through ``shape_dict``). An
-exported model (`CompiledModel.export`) is the symbolic model: it runs every size.
+model kiln can import again with fixed shapes (an ONNX model, through ``shape_dict``). A torch
+program's own ranges (``torch.export.Dim("batch", min=2, max=64)``) are checked as bounds too.
+An exported model (`CompiledModel.export`) is the symbolic model: it runs every size.
 """
 
 from __future__ import annotations
@@ -33,10 +38,15 @@ Variant = Any
 
 @dataclass(frozen=True)
 class DeclaredDims:
-    """The parsed ``dims=``: bucket sizes and bounds per dim name."""
+    """The parsed ``dims=``: bucket sizes, bounds and (torch) axes per dim name."""
 
     sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    bounds: dict[str, tuple[int, int]] = field(default_factory=dict)
+    bounds: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    """name -> (low, high); high None: unbounded (a torch range with no maximum)."""
+    axes: dict[str, int] = field(default_factory=dict)
+    """name -> the axis of every torch input that becomes that symbolic dim."""
+    origin: dict[str, str] = field(default_factory=dict)
+    """name -> where its bounds come from, for the error (default ``dims=``)."""
 
     @staticmethod
     def parse(dims: Mapping[str, Any]) -> DeclaredDims:
@@ -44,7 +54,9 @@ class DeclaredDims:
             raise KilnError(f"dims= takes a dict of dim name -> sizes, got {type(dims).__name__}")
         out = DeclaredDims()
         for name, value in dims.items():
-            if isinstance(value, list) and value and all(_is_size(v) for v in value):
+            if _is_size(value):
+                out.axes[str(name)] = int(value)
+            elif isinstance(value, list) and value and all(_is_size(v) for v in value):
                 out.sizes[str(name)] = tuple(sorted({int(v) for v in value}))
             elif isinstance(value, tuple) and len(value) == 2 and all(_is_size(v) for v in value):
                 lo, hi = int(value[0]), int(value[1])
@@ -54,9 +66,25 @@ class DeclaredDims:
             else:
                 raise KilnError(
                     f"dims={{{name!r}: {value!r}}}: give a list of sizes (buckets, e.g. "
-                    "[16, 32, 64]) or a (low, high) tuple (bounds, e.g. (1, 512))"
+                    "[16, 32, 64]), a (low, high) tuple (bounds, e.g. (1, 512)) or, for a "
+                    "torch module, an axis (e.g. 0)"
                 )
         return out
+
+    def with_ranges(
+        self, ranges: Mapping[str, tuple[int, int | None]], origin: str
+    ) -> DeclaredDims:
+        """These dims with ``ranges`` (from ``origin``) as bounds too; where both bound a dim,
+        the intersection (the declared bounds keep their origin)."""
+        bounds, where = dict(self.bounds), dict(self.origin)
+        for name, (lo, hi) in ranges.items():
+            if name in bounds:
+                have_lo, have_hi = bounds[name]
+                hi = have_hi if hi is None else hi if have_hi is None else min(hi, have_hi)
+                bounds[name] = (max(lo, have_lo), hi)
+            else:
+                bounds[name], where[name] = (lo, hi), origin
+        return DeclaredDims(dict(self.sizes), bounds, dict(self.axes), where)
 
     def check_names(self, specs: Sequence[TensorSpec] | None) -> None:
         """Every declared name is a symbolic dim of the model's inputs."""
@@ -114,11 +142,13 @@ class SizeRouter:
         """The bucket model to call with ``values`` (None: the symbolic one); bounds checked."""
         for name, (lo, hi) in self.declared.bounds.items():
             have = self._dim(values, name)
-            if have is not None and not lo <= have <= hi:
+            if have is not None and not (lo <= have and (hi is None or have <= hi)):
                 spec = self.specs[self.where[name][0]]
+                origin = self.declared.origin.get(name, "dims=")
                 raise FrontendError(
                     f"input {spec.name!r} has {name} = {have} (dim {self.where[name][1]}); the "
-                    f"model was compiled for {name} in [{lo}, {hi}] (dims=)"
+                    f"model was compiled for {name} in [{lo}, {'inf' if hi is None else hi}] "
+                    f"({origin})"
                 )
         if not self.variants:
             return None

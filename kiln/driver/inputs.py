@@ -7,7 +7,10 @@
   ``shape_dict``, ``dtype_dict``, ``opset``);
 - a ``torch.export.ExportedProgram`` (`from_exported_program`);
 - a ``torch.nn.Module`` with ``example_args`` (exported with ``torch.export``, keyword
-  ``dynamic_shapes``, then imported).
+  ``dynamic_shapes``, then imported; `kiln.driver.torch_export`).
+
+`import_model` also returns the ranges a torch program was traced for (by symbolic dim name),
+which the compiled model checks at each call.
 
 `InputSpec` records each parameter of ``main`` (its model name, dtype and dims);
 `arrange_inputs` maps positional and keyword inputs onto the parameters and checks dtype and
@@ -57,9 +60,17 @@ def is_onnx_model(obj: Any) -> bool:
 
 def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule:
     """The relax module of any model `kiln.compile` accepts (see the module docstring)."""
+    return import_model(obj, example_args, **options)[0]
+
+
+def import_model(
+    obj: Any, example_args: Any = None, **options: Any
+) -> tuple[IRModule, dict[str, tuple[int, int | None]]]:
+    """`as_ir_module`, and the ranges of its symbolic dims a torch program was traced for
+    (``{name: (low, high or None)}``; empty for other models)."""
     if isinstance(obj, IRModule):
         _no_extra(options, "an IRModule")
-        return obj
+        return obj, {}
     if is_onnx_model(obj):
         # NOTE: must stay a function-level import: the ONNX frontend (its converter tables) adds
         # about a tenth to loading kiln.driver, which builds from IRModules do not need
@@ -67,7 +78,7 @@ def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule
 
         known = {k: options.pop(k) for k in ("shape_dict", "dtype_dict", "opset") if k in options}
         _no_extra(options, "an ONNX model")
-        return from_onnx(obj, **known)
+        return from_onnx(obj, **known), {}
     if _is_torch(obj, "ExportedProgram") or _is_torch(obj, "Module"):
         return _from_torch(obj, example_args, options)
     raise KilnError(
@@ -77,16 +88,18 @@ def as_ir_module(obj: Any, example_args: Any = None, **options: Any) -> IRModule
     )
 
 
-def _from_torch(obj: Any, example_args: Any, options: dict[str, Any]) -> IRModule:
+def _from_torch(
+    obj: Any, example_args: Any, options: dict[str, Any]
+) -> tuple[IRModule, dict[str, tuple[int, int | None]]]:
     """The relax module of a ``torch.export.ExportedProgram``, or of a ``torch.nn.Module``
-    exported with ``example_args`` (and ``dynamic_shapes``)."""
+    exported with ``example_args`` (and ``dynamic_shapes``); and its dims' ranges."""
     # NOTE: must stay a function-level import, as the ONNX frontend's above (torch itself is
     # imported by the frontend's functions, never on import)
-    from kiln.relax.frontend import torch as torch_frontend
+    from kiln.driver import torch_export
 
     if _is_torch(obj, "ExportedProgram"):
         _no_extra(options, "an ExportedProgram")
-        return torch_frontend.from_exported_program(obj)
+        return torch_export.import_program(obj)
     if example_args is None:
         raise FrontendError(
             f"kiln.compile of a torch module ({type(obj).__name__}) needs example_args=(...) "
@@ -94,7 +107,12 @@ def _from_torch(obj: Any, example_args: Any, options: dict[str, Any]) -> IRModul
         )
     dynamic = options.pop("dynamic_shapes", None)
     _no_extra(options, "a torch module")
-    return torch_frontend.from_module(obj, example_args, dynamic)
+    return torch_export.import_module(obj, example_args, dynamic)
+
+
+def is_torch_module(obj: Any) -> bool:
+    """Whether ``obj`` is a ``torch.nn.Module`` (not an ExportedProgram)."""
+    return _is_torch(obj, "Module") and not _is_torch(obj, "ExportedProgram")
 
 
 def _no_extra(options: Mapping[str, Any], what: str) -> None:

@@ -110,6 +110,7 @@ _ENTRIES = (
     # ---- graph level, outside the default pipeline -----------------------------------------
     _plain(rx.CanonicalizeBindings),
     _plain(rx.DeadCodeElimination),
+    _plain(rx.RenameSymbolicDims),  # NOTE: names come from the caller (kiln.driver.torch_export)
     # ---- TIR, in the order of `default_tir_pipeline` ---------------------------------------
     PassEntry(tx.BindTarget, _targeted(tx.BindTarget), ("target",)),
     _plain(tx.FlattenBuffer),

@@ -15,6 +15,7 @@ from kiln.relax.transform.legalize_ops import LegalizeOps
 from kiln.relax.transform.lower_te import LowerTE
 from kiln.relax.transform.normalize import Normalize
 from kiln.relax.transform.partition_for_compiler import ChainPattern, PartitionForCompiler
+from kiln.relax.transform.rename_symbolic_dims import RenameSymbolicDims
 from kiln.relax.transform.simplify_identities import SimplifyIdentities
 from kiln.relax.transform.simplify_inference import SimplifyInference
 from kiln.relax.transform.static_plan_block_memory import StaticPlanBlockMemory
@@ -39,6 +40,7 @@ __all__ = [
     "LowerTE",
     "Normalize",
     "PartitionForCompiler",
+    "RenameSymbolicDims",
     "SimplifyIdentities",
     "SimplifyInference",
     "StaticPlanBlockMemory",
