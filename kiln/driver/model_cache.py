@@ -2,13 +2,14 @@
 
 The key (`model_key`) is a sha256 over the model's bytes (an ONNX file's content and every byte
 of external data it reads, with each tensor's location, offset and length; ONNX bytes; or a
-serialized ``onnx.ModelProto``), the frontend options, target, exec mode, entry and external
-codegens, the C compiler's identity and flags (`model_flags`, and through
+serialized ``onnx.ModelProto``; for a TorchDynamo graph, the digest `kiln.driver.dynamo` computes
+over its code, inputs, weights and the torch version), the frontend options, target, exec mode,
+entry and external codegens, the C compiler's identity and flags (`model_flags`, and through
 `kiln.runtime.toolchain.cache_key` the compiler's version and, for ``-march=native``, the CPU),
 and `source_fingerprint` (`kiln.driver.kernel_cache`): a hash of every source file of the
 installed kiln, so a changed kiln never loads a library an older one compiled. Other model
-kinds (IRModules, torch) get no key: they compile as before, their kernels still cached by the C
-toolchain.
+kinds (IRModules, torch modules and programs) get no key: they compile as before, their kernels
+still cached by the C toolchain.
 
 An entry, in ``<KILN_CACHE_DIR>/models/``: ``kiln_model-<key>.so`` (the exported library, as
 ``CompiledModel.export`` writes it), its ``.so.sha256`` digest, and ``.json`` (the entry function
@@ -127,12 +128,14 @@ def model_key(
     entry: str,
     external_codegens: Sequence[str],
     options: dict[str, Any],
+    digest: str | None = None,
 ) -> str | None:
     """The cache key of compiling ``obj`` so (see the module docstring); None when ``obj`` is
-    not a kind the cache keys, or when ``KILN_DEBUG`` is set."""
+    not a kind the cache keys, or when ``KILN_DEBUG`` is set. ``digest`` stands for the model's
+    bytes where the caller hashed the model itself (a TorchDynamo graph: `kiln.driver.dynamo`)."""
     if config.load().debug > 0:  # NOTE: debugging asks to see the passes run: no cache
         return None
-    digest = _model_digest(obj)
+    digest = digest if digest is not None else _model_digest(obj)
     if digest is None:
         return None
     parts = [
