@@ -21,6 +21,8 @@ CASES = [
     ((20, 30), "KN", "NK16n"),
     ((3, 24, 2, 2), "NCHW", "NCHW16c"),
     ((5, 7), "KN", "NK"),
+    ((1, 3, 4, 19, 16), "NCHW16c", "NCHW"),  # unblocking: rows not whole vectors
+    ((2, 2, 3, 16, 8), "NCHW8c", "NCHW"),
 ]
 
 
@@ -59,6 +61,28 @@ def test_symbolic_batch(rng: np.random.Generator) -> None:
     out = np.zeros((3, 2, 3, 3, 8), "float32")
     build(y, [x])(a, out)
     np.testing.assert_array_equal(out, transform_array(a, "NCHW", "NCHW8c"))
+
+
+def test_symbolic_batch_unblocked(rng: np.random.Generator) -> None:
+    n = te.size_var("n")
+    x = te.placeholder((n, 2, 3, 11, 8), name="x")
+    y = layout_transform(x, "NCHW8c", "NCHW")
+    a = rng.standard_normal((3, 2, 3, 11, 8)).astype("float32")
+    out = np.zeros((3, 16, 3, 11), "float32")
+    build(y, [x])(a, out)
+    np.testing.assert_array_equal(out, transform_array(a, "NCHW8c", "NCHW"))
+
+
+def test_unblocking_reads_each_row_of_a_block_while_it_is_in_cache() -> None:
+    """``NCHW16c -> NCHW`` loops over (n, c // 16, h) outside, then c % 16, then w (as vectors):
+    a row of the block is read for all its 16 output rows (`kiln.topi.generic.unblock`)."""
+    from kiln.topi import schedule_for
+
+    x = te.placeholder((1, 6, 112, 112, 16), name="x")
+    y = layout_transform(x, "NCHW16c", "NCHW")
+    stage = schedule_for(y)[y]
+    names = [a.var.name for a in stage.leaf_iter_vars]
+    assert len(names) == 4 and names[1] == "i1_inner" and names[2].startswith("i3"), names
 
 
 @pytest.mark.parametrize(
