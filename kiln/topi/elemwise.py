@@ -426,12 +426,29 @@ def logical_xor(a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
 
 
 def floor_divide(a: Any, b: Any, name: str | None = None) -> Tensor:
-    """numpy's ``floor_divide``: ``floor(a / b)`` (integer floor division for integers)."""
+    """numpy's ``floor_divide`` (and torch's ``div(rounding_mode="floor")``): integer floor
+    division for integers; for floats `_float_floor_divide`."""
 
     def f(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-        return tir_op.math("floor", x / y) if x.dtype.is_float else FloorDiv(x, y)
+        return _float_floor_divide(x, y) if x.dtype.is_float else FloorDiv(x, y)
 
     return binary("floor_divide", a, b, f, name)
+
+
+def _float_floor_divide(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    """``floor(x / y)`` as numpy and torch compute it, from the exact remainder: ``(x -
+    fmod(x, y)) / y``, one less where the remainder's sign differs from ``y``'s, rounded to the
+    nearest integer (the division is exact but for rounding). So an infinite ``x`` gives NaN,
+    a zero quotient keeps the sign of ``x / y``, and ``y = 0`` gives ``x / y``. NOTE: ``floor(x
+    / y)`` differs where ``x / y`` rounds up to an integer and for infinite ``x``."""
+    zero, one, half = (const(v, x.dtype) for v in (0.0, 1.0, 0.5))
+    mod = tir_op.math("fmod", x, y)
+    div = (x - mod) / y
+    div = Select(NE(mod, zero) & NE(y < zero, mod < zero), div - one, div)
+    whole = tir_op.math("floor", div)
+    whole = Select(div - whole > half, whole + one, whole)
+    signed = Select(NE(div, zero), whole, tir_op.math("copysign", zero, x / y))
+    return Select(EQ(y, zero), x / y, signed)
 
 
 def equal(a: Any, b: Any, name: str | None = None) -> Tensor:
