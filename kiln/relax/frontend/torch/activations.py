@@ -15,11 +15,16 @@ from kiln.relax.expr import Expr
 from kiln.relax.frontend.torch.aten import ATEN, TorchCtx, aten, dims_of
 
 KEPT = ("softplus", "mish", "hardswish", "hardsigmoid", "silu", "elu", "selu", "celu", "prelu",
-        "leaky_relu", "hardtanh", "gelu", "isfinite", "isposinf", "isneginf")  # fmt: skip
+        "leaky_relu", "hardtanh", "gelu", "isfinite", "isposinf", "isneginf",
+        "scaled_dot_product_attention", "reflection_pad1d", "reflection_pad2d",
+        "reflection_pad3d", "replication_pad1d", "replication_pad2d",
+        "replication_pad3d")  # fmt: skip
 """ATen operators kept whole when the program is decomposed (`decompositions`): torch would
-otherwise write ``mish`` as ``exp``/``log1p``/``where``/``tanh``/``mul`` and ``isfinite`` as
-``abs``/``ne``/``eq``/``mul``; kiln has one operator record for each (``isfinite``,
-``isposinf`` and ``isneginf`` convert in `kiln.relax.frontend.torch.aten`)."""
+otherwise write ``mish`` as ``exp``/``log1p``/``where``/``tanh``/``mul``, ``isfinite`` as
+``abs``/``ne``/``eq``/``mul``, attention as matmuls and a softmax and mirrored padding as
+gathers; kiln has one operator record for each (``isfinite``, ``isposinf`` and ``isneginf``
+convert in `kiln.relax.frontend.torch.aten`, attention in ``aten_attention``, the paddings in
+``aten_nn``)."""
 
 
 def decompositions() -> Any:

@@ -114,17 +114,30 @@ def shape_arg(shape: Any) -> ShapeExpr:
 
 # -- element-wise ------------------------------------------------------------------------------
 UNARY = {
-    "abs": R.abs, "neg": R.negative, "exp": R.exp, "log": R.log, "sqrt": R.sqrt,
-    "rsqrt": R.rsqrt, "tanh": R.tanh, "sigmoid": R.sigmoid, "erf": R.erf, "sin": R.sin,
-    "cos": R.cos, "floor": R.floor, "ceil": R.ceil, "round": R.round, "relu": R.nn.relu,
-    "silu": R.nn.silu, "logical_not": R.logical_not, "isnan": R.isnan, "tan": R.tan,
+    "abs": R.abs, "neg": R.negative, "relu": R.nn.relu, "isnan": R.isnan,
     "isinf": R.isinf, "isfinite": R.isfinite,
     "sign": lambda x: R.sign(x, nan_to_zero=True),  # NOTE: torch's sign of NaN is 0
     "isposinf": lambda x: R.isinf(x, detect_negative=False),
     "isneginf": lambda x: R.isinf(x, detect_positive=False),
 }  # fmt: skip
+FLOAT_UNARY = {
+    "exp": R.exp, "log": R.log, "sqrt": R.sqrt, "rsqrt": R.rsqrt, "tanh": R.tanh,
+    "sigmoid": R.sigmoid, "erf": R.erf, "sin": R.sin, "cos": R.cos, "tan": R.tan,
+    "silu": R.nn.silu, "asin": R.asin, "acos": R.acos, "atan": R.atan, "sinh": R.sinh,
+    "cosh": R.cosh, "asinh": R.asinh, "acosh": R.acosh, "atanh": R.atanh, "expm1": R.expm1,
+    "log1p": R.log1p, "log2": R.log2, "log10": R.log10,
+}  # fmt: skip
+"""Float math: an integer operand is cast to the result's float dtype first, as torch does."""
+ROUNDING = {"floor": R.floor, "ceil": R.ceil, "round": R.round, "trunc": R.trunc}
+"""Rounding: integers are whole already and pass through."""
 for _name, _fn in UNARY.items():
     ATEN[f"aten.{_name}.default"] = (lambda fn: lambda ctx, x: ctx.emit(fn(x)))(_fn)
+for _name, _fn in FLOAT_UNARY.items():
+    ATEN[f"aten.{_name}.default"] = (lambda fn: lambda ctx, x: ctx.emit(fn(ctx.tensor(x))))(_fn)
+for _name, _fn in ROUNDING.items():
+    ATEN[f"aten.{_name}.default"] = (
+        lambda fn: lambda ctx, x: ctx.emit(fn(x)) if ctx.out_dtype.startswith("float") else x
+    )(_fn)
 
 
 @aten("clamp.default")
@@ -143,9 +156,7 @@ ARITH = {"add": R.add, "sub": R.subtract, "mul": R.multiply, "div": R.divide,
          "maximum": R.maximum, "minimum": R.minimum, "pow": R.power,
          "remainder": R.floor_mod, "fmod": R.trunc_mod}  # fmt: skip
 COMPARE = {"eq": R.equal, "ne": R.not_equal, "lt": R.less, "le": R.less_equal,
-           "gt": R.greater, "ge": R.greater_equal, "logical_and": R.logical_and,
-           "logical_or": R.logical_or, "logical_xor": R.logical_xor,
-           "bitwise_and": R.logical_and, "bitwise_or": R.logical_or}  # fmt: skip
+           "gt": R.greater, "ge": R.greater_equal}  # fmt: skip
 ROUNDED = {None: R.divide, "floor": R.floor_divide, "trunc": R.trunc_divide}
 """``aten.div``'s ``rounding_mode`` -> the division record."""
 
@@ -178,7 +189,8 @@ def _compare(fn: Any) -> Callable[..., Expr]:
 
 
 for _name, _fn in ARITH.items():
-    for _ov in ("Tensor", "Scalar", "default", "Tensor_Scalar", "Tensor_Tensor", "Tensor_mode"):
+    for _ov in ("Tensor", "Scalar", "default", "Tensor_Scalar", "Tensor_Tensor", "Tensor_mode",
+                "Scalar_mode"):  # fmt: skip
         ATEN[f"aten.{_name}.{_ov}"] = _arith(_fn)
 ATEN["aten.remainder.Scalar_Tensor"] = _arith(R.floor_mod)
 for _name, _fn in COMPARE.items():
@@ -407,7 +419,8 @@ def _arange(ctx: TorchCtx, *bounds: Any, **kwargs: Any) -> Expr:
 def _reduce(fn: Any) -> Callable[..., Expr]:
     def conv(ctx: TorchCtx, x: Expr, dims: Any = None, keepdim: bool = False, **kw: Any) -> Expr:
         axes = None if dims is None else ([dims] if isinstance(dims, int) else list(dims))
-        return ctx.emit(fn(x, axes, keepdim))
+        # NOTE: torch reduces every axis for an empty list; a sum of bools is int64
+        return ctx.emit(fn(ctx.tensor(x), axes or None, keepdim))
 
     return conv
 
@@ -479,24 +492,6 @@ def _addmm(ctx: TorchCtx, bias: Expr, a: Expr, b: Expr, beta: Any = 1, alpha: An
     if beta != 1:
         bias = ctx.emit(R.multiply(bias, ctx.tensor(beta)))
     return ctx.emit(R.add(out, bias))
-
-
-@aten("convolution.default")
-def _conv(ctx: TorchCtx, x: Expr, w: Expr, b: Any, stride: Any, padding: Any, dilation: Any,
-          transposed: bool, output_padding: Any, groups: int) -> Expr:  # fmt: skip
-    if transposed:
-        raise FrontendError("transposed convolution is not supported")
-    one = len(dims_of(x)) == 3
-    if one:
-        x, w = ctx.emit(R.expand_dims(x, [2])), ctx.emit(R.expand_dims(w, [2]))
-        stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
-    elif len(dims_of(x)) != 4:
-        raise FrontendError("only 1-D and 2-D convolutions are supported")
-    pad = [padding[0], padding[1], padding[0], padding[1]]
-    out = ctx.emit(R.nn.conv2d(x, w, list(stride), pad, list(dilation), groups))
-    if b is not None:
-        out = ctx.emit(R.add(out, R.reshape(b, [1, -1, 1, 1])))
-    return ctx.emit(R.squeeze(out, [2])) if one else out
 
 
 @aten("max_pool2d_with_indices.default", "max_pool2d.default")

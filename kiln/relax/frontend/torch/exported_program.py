@@ -25,8 +25,10 @@ from kiln.ir.module import IRModule
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Tuple, Var, const
 from kiln.relax.frontend.common import ident, node_span
+from kiln.relax.frontend.torch import aten_attention, aten_index, aten_math, aten_nn
 from kiln.relax.frontend.torch.activations import decompositions
 from kiln.relax.frontend.torch.aten import ATEN, TorchCtx, dtype_name
+from kiln.relax.frontend.torch.source import unsupported_error
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import Var as TirVar
 
@@ -73,12 +75,8 @@ def _state(ep: Any) -> dict[str, Any]:
     return values
 
 
-def _unsupported(graph: Any) -> dict[str, list[str]]:
-    missing: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        if node.op == "call_function" and _key(node.target) not in ATEN:
-            missing.setdefault(_key(node.target), []).append(node.name)
-    return missing
+CONVERTER_FAMILIES = (aten_attention, aten_index, aten_math, aten_nn)
+"""The modules whose converters join `ATEN` on import (beside ``aten`` and ``activations``)."""
 
 
 def _key(target: Any) -> str:
@@ -87,8 +85,11 @@ def _key(target: Any) -> str:
     return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', target)}"
 
 
-def from_exported_program(ep: Any, *, name: str = "<exported program>") -> IRModule:
-    """Import an ``ExportedProgram`` (see the module docstring)."""
+def from_exported_program(
+    ep: Any, *, name: str = "<exported program>", decomposed: bool = False
+) -> IRModule:
+    """Import an ``ExportedProgram`` (see the module docstring); ``decomposed``: ``ep`` is
+    already ``ep.run_decompositions(decompositions())``, which is not done again."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -96,16 +97,13 @@ def from_exported_program(ep: Any, *, name: str = "<exported program>") -> IRMod
     if not hasattr(ep, "graph_signature"):
         raise FrontendError(f"expected a torch.export.ExportedProgram, got {type(ep).__name__}")
     try:
-        ep = ep.run_decompositions(decompositions())
+        ep = ep if decomposed else ep.run_decompositions(decompositions())
     except Exception as e:
         raise FrontendError(f"torch could not decompose the program to core ATen: {e}") from None
     graph = ep.graph
-    missing = _unsupported(graph)
+    missing = [n for n in graph.nodes if n.op == "call_function" and _key(n.target) not in ATEN]
     if missing:
-        lines = [f"  {op}: {', '.join(names[:8])}" for op, names in sorted(missing.items())]
-        raise FrontendError(
-            f"{name}: {len(missing)} ATen operator(s) kiln does not support:\n" + "\n".join(lines)
-        )
+        raise unsupported_error(name, [(_key(n.target), n) for n in missing])
     env: dict[Any, Any] = {}
     consts = _state(ep)
     syms: dict[str, TirVar] = {}
