@@ -87,21 +87,9 @@ def _scatter(op: str, data: Tensor, axes: Callable[[], list[Any]], match: Match,
         hit = Select(match(p, ax), const(1, "int32"), const(0, "int32"))
         return te.sum(hit, axis=ax)
 
-    count = _compute(data.shape, count_of, f"T_{op}_count")
     if reduction == "update":
-
-        def last_of(*p: PrimExpr) -> PrimExpr:
-            ax = axes()
-            return te.max(Select(match(p, ax), flat(ax), const(-1, "int64")), axis=ax)
-
-        last = _compute(data.shape, last_of, f"T_{op}_last")
-        return te.compute(
-            data.shape,
-            lambda *p: te.if_then_else(last[p] >= 0, read_flat(p, last[p]), data[p]),
-            name=f"T_{op}",
-            tag=tag.INJECTIVE,
-            attrs=tag.attrs_for(tag.INJECTIVE),
-        )
+        return _last(op, data, axes, match, flat, read_flat)
+    count = _compute(data.shape, count_of, f"T_{op}_count")
 
     def value_of(*p: PrimExpr) -> PrimExpr:
         ax = axes()
@@ -120,6 +108,26 @@ def _scatter(op: str, data: Tensor, axes: Callable[[], list[Any]], match: Match,
 
     return te.compute(
         data.shape, out, name=f"T_{op}", tag=tag.INJECTIVE, attrs=tag.attrs_for(tag.INJECTIVE)
+    )
+
+
+def _last(op: str, data: Tensor, axes: Callable[[], list[Any]], match: Match,
+          flat: Callable[[list[Any]], PrimExpr],
+          read_flat: Callable[..., PrimExpr]) -> Tensor:  # fmt: skip
+    """``data`` with each element replaced by the last update landing on it (the greatest flat
+    number among those that match), if any."""
+
+    def last_of(*p: PrimExpr) -> PrimExpr:
+        ax = axes()
+        return te.max(Select(match(p, ax), flat(ax), const(-1, "int64")), axis=ax)
+
+    last = _compute(data.shape, last_of, f"T_{op}_last")
+    return te.compute(
+        data.shape,
+        lambda *p: te.if_then_else(last[p] >= 0, read_flat(p, last[p]), data[p]),
+        name=f"T_{op}",
+        tag=tag.INJECTIVE,
+        attrs=tag.attrs_for(tag.INJECTIVE),
     )
 
 
@@ -208,20 +216,7 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduction: str = 
         indices = te.compute((1, indices.shape[0]), lambda b, t: flat_idx[t], name="T_one_index")
         updates = te.compute((1, *updates.shape), lambda b, *r: flat_upd[r], name="T_one_update")
     batch = list(indices.shape[:-1])
-    row = indices
-
-    def position(*b: PrimExpr) -> PrimExpr:
-        """The flat offset in ``data.shape[:k]`` that index row ``b`` names (-1: none)."""
-        out, bad = const(0, "int64"), None
-        for t in range(k):
-            at = _wrapped(row[(*b, const(t, b[0].dtype))], data.shape[t])
-            out = out * _i64(data.shape[t]) + at
-            miss = at < const(0, "int64")
-            bad = miss if bad is None else bad | miss
-        return Select(bad, const(-1, "int64"), out)
-
-    # NOTE: one stage of row offsets (see scatter_elements' note on GCC)
-    offsets = te.compute(batch, position, name="T_scatter_nd_offset")
+    offsets = _row_offsets(data, indices, k)
 
     def match(p: Sequence[PrimExpr], bs: list[Any]) -> PrimExpr:
         here: PrimExpr = const(0, "int64")
@@ -229,18 +224,8 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduction: str = 
             here = here * _i64(data.shape[t]) + _i64(p[t])
         return offsets[tuple(bs)].eq(here)
 
-    def flat(bs: list[Any]) -> PrimExpr:
-        out: PrimExpr = const(0, "int64")
-        for b, n in zip(bs, batch):
-            out = out * Cast("int64", n) + Cast("int64", b)
-        return out
-
     def read_flat(p: Sequence[PrimExpr], last: PrimExpr) -> PrimExpr:
-        coords, rest = [], last
-        for n in reversed(batch):
-            coords.insert(0, Cast(n.dtype, rest % Cast("int64", n)))
-            rest = rest // Cast("int64", n)
-        return updates[(*coords, *p[k:])]
+        return updates[(*_unflat(last, batch), *p[k:])]
 
     return _scatter(
         "scatter_nd",
@@ -248,8 +233,42 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduction: str = 
         lambda: [te.reduce_axis(n, name=f"b{i}") for i, n in enumerate(batch)],
         match,
         lambda p, bs: updates[(*bs, *p[k:])],
-        flat,
+        lambda bs: _flat(bs, batch),
         read_flat,
         reduction,
         True,
     )
+
+
+def _row_offsets(data: Tensor, indices: Tensor, k: int) -> Tensor:
+    """The flat offset in ``data.shape[:k]`` each index row names (-1: none), one stage.
+    NOTE: computed once rather than in each output element's condition; see scatter_elements'
+    note on GCC."""
+
+    def position(*b: PrimExpr) -> PrimExpr:
+        out, bad = const(0, "int64"), None
+        for t in range(k):
+            at = _wrapped(indices[(*b, const(t, b[0].dtype))], data.shape[t])
+            out = out * _i64(data.shape[t]) + at
+            miss = at < const(0, "int64")
+            bad = miss if bad is None else bad | miss
+        return Select(bad, const(-1, "int64"), out)
+
+    return te.compute(indices.shape[:-1], position, name="T_scatter_nd_offset")
+
+
+def _flat(coords: Sequence[PrimExpr], shape: Sequence[PrimExpr]) -> PrimExpr:
+    """The row-major number (int64) of ``coords`` in ``shape``."""
+    out: PrimExpr = const(0, "int64")
+    for c, n in zip(coords, shape):
+        out = out * Cast("int64", n) + Cast("int64", c)
+    return out
+
+
+def _unflat(number: PrimExpr, shape: Sequence[PrimExpr]) -> list[PrimExpr]:
+    """The coordinates in ``shape`` of row-major ``number`` (`_flat` undone)."""
+    coords, rest = [], number
+    for n in reversed(shape):
+        coords.insert(0, Cast(n.dtype, rest % Cast("int64", n)))
+        rest = rest // Cast("int64", n)
+    return coords
