@@ -5,6 +5,10 @@ tuples for multi-output ops).
 
 Arithmetic follows the node's result dtype (torch's type promotion, read from the node's
 ``meta["val"]``): operands are cast to it, Python scalars become constants of it.
+
+The rest of the Core ATen opset converts in the sibling families (``aten_math``, ``aten_index``,
+``aten_nn``, ``aten_attention``, ``activations``), which add to `ATEN` when imported;
+`kiln.relax.frontend.torch.coverage` says which op converts where and which test checks it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ constants; ``main`` takes the user inputs in order, named as in the program. A d
 dynamic (``torch.export.Dim``) becomes a symbolic ``tir.Var`` named after its torch symbol;
 ``sym_size`` and the arithmetic torch records on sizes are `tir` expressions. Every call
 carries a `NodeSpan` naming the FX node; ops kiln lacks are collected over the whole graph and
-reported together in one `FrontendError`.
+reported together in one `FrontendError`, each use with the user's file:line
+(`kiln.relax.frontend.torch.source`), before anything is converted.
 """
 
 from __future__ import annotations
