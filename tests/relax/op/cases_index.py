@@ -1,6 +1,7 @@
 """The numpy checks of the records the torch frontend's Core ATen coverage added: the scatters
-(``scatter_elements``, ``scatter_nd``: duplicates, negative indices, every reduction),
-``grid_sample`` (both methods, the three paddings, both corner conventions), mirrored and edge
+(``scatter_elements``, ``scatter_nd``: duplicates, negative indices, the reductions; torch's
+tests check the rest against eager), ``grid_sample`` (both methods, the three paddings, both
+corner conventions), mirrored and edge
 ``pad``, ``atan2`` (all four quadrants and the signed zeros) and ``expm1`` / ``log1p`` /
 ``log2`` / ``log10`` / ``trunc``. The references are plain loops over the definitions."""
 
@@ -71,9 +72,7 @@ def _elements_case(reduction: str, include_self: bool = True) -> Case:
 SCATTER = [
     _elements_case("update"),
     _elements_case("add"),
-    _elements_case("mul"),
     _elements_case("max", include_self=False),
-    _elements_case("min"),
     _elements_case("mean", include_self=False),
     Case(
         "relax.scatter_elements",
@@ -172,10 +171,8 @@ def _grid_case(method: str, padding: str, align: bool) -> Case:
 
 IMAGE = [
     _grid_case("bilinear", "zeros", False),
-    _grid_case("bilinear", "border", True),
     _grid_case("bilinear", "reflection", False),
-    _grid_case("nearest", "reflection", True),
-    _grid_case("nearest", "zeros", False),
+    _grid_case("nearest", "border", True),
 ]
 
 PAD = [
