@@ -34,6 +34,7 @@ class Effect(enum.Enum):
     ALLOC = "alloc"  # allocates memory
     CHECK = "check"  # may raise on bad input; match_* may also write the shape heap
     OPAQUE = "opaque"  # calls a function it was given
+    STATE = "state"  # returns a new value on every call
 
 
 class MatchCode(enum.IntEnum):
@@ -68,7 +69,7 @@ def _b(name: str, lo: int, hi: int | None, effect: Effect, sig: str) -> Builtin:
     return Builtin(f"vm.builtin.{name}", lo, hi, effect, sig.startswith("ctx"), sig)
 
 
-_A, _P, _C, _O = Effect.ALLOC, Effect.PURE, Effect.CHECK, Effect.OPAQUE
+_A, _P, _C, _O, _S = Effect.ALLOC, Effect.PURE, Effect.CHECK, Effect.OPAQUE, Effect.STATE
 
 BUILTINS: tuple[Builtin, ...] = (
     _b("alloc_storage", 2, 5, _A, "ctx, size, device_index=0, dtype_hint=uint8, scope='global'"),
@@ -95,6 +96,7 @@ BUILTINS: tuple[Builtin, ...] = (
     _b("check_tuple_info", 3, 3, _C, "value, size (-1: any), err_ctx"),
     _b("check_func_info", 2, 2, _C, "value, err_ctx"),
     _b("call_memoized", 3, 3, _O, "ctx, func, dims -> func(dims), once per distinct dims"),
+    _b("random_seed", 0, 0, _S, "-> the next int of a process-wide counter (random seeds)"),
 )
 """Every builtin, in the order of the C table."""
 

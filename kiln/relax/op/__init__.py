@@ -1,7 +1,7 @@
 """Graph-level operators: ``relax.op.add(x, y)`` builds a call; its record (`OpDef`, in
 `relax.op.registry`) says how to infer, legalize and fuse it."""
 
-from kiln.relax.op import image, memory, nn
+from kiln.relax.op import image, memory, nn, random
 from kiln.relax.op.binary import (
     add,
     atan2,

@@ -417,6 +417,19 @@ KVM_BUILTIN(kvm_b_null_value) {
   return 0;
 }
 
+/* random_seed() -> int: the next value of a process-wide counter (0, 1, 2, ...), so that each
+ * call of a random-number kernel gets a seed of its own and the kernels stay pure functions of
+ * their arguments (kiln/relax/op/random.py hashes the seed; the counter is never reused within
+ * a process, whichever model or thread asks). */
+KVM_BUILTIN(kvm_b_random_seed) {
+  static int64_t next = 0;
+  (void)self;
+  (void)args;
+  if (kvm_nargs("vm.builtin.random_seed", n, 0, 0) != 0) return -1;
+  kvm_set_int(ret, __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED));
+  return 0;
+}
+
 /* shape_of(tensor) -> shape. */
 KVM_BUILTIN(kvm_b_shape_of) {
   static const char* fn = "vm.builtin.shape_of";

@@ -319,6 +319,7 @@ static const KvmBuiltin kvm_builtins[] = {
     {"vm.builtin.check_tuple_info", kvm_b_check_tuple_info},
     {"vm.builtin.check_func_info", kvm_b_check_func_info},
     {"vm.builtin.call_memoized", kvm_b_call_memoized},
+    {"vm.builtin.random_seed", kvm_b_random_seed},
 };
 
 #define KVM_NUM_BUILTINS ((int64_t)(sizeof(kvm_builtins) / sizeof(kvm_builtins[0])))

@@ -14,6 +14,7 @@ from kiln.topi.layout import transform_array
 from tests.relax.op.cases_activation import ACTIVATION
 from tests.relax.op.cases_arith import ARITH
 from tests.relax.op.cases_index import INDEX
+from tests.relax.op.cases_random import RANDOM
 from tests.relax.op.harness import Case
 
 RNG = np.random.default_rng(7)
@@ -637,6 +638,6 @@ FAMILIES = {
     "nn": NN,
     "manipulate": MANIPULATE,
     "create": CREATE,
-    "index": INDEX,
+    "index": INDEX + RANDOM,  # NOTE: one library with the other Core ATen records (suite time)
 }
 ALL = [c for cases in FAMILIES.values() for c in cases]
