@@ -29,7 +29,7 @@ class _Spectra(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         power = torch.fft.rfft(x).abs()  # _fft_r2c
         echo = torch.fft.irfft(torch.fft.rfft(x * 2))  # _fft_r2c, _fft_c2r
-        return power, echo, torch.rand_like(x) + x  # rand_like: random
+        return power, echo, torch.poisson(x.abs()) + x  # poisson: random, not uniform/normal
 
 
 def _line(text: str) -> int:
@@ -52,11 +52,25 @@ def test_every_unsupported_op_is_listed_with_its_line(monkeypatch: pytest.Monkey
     power, echo = _line("power ="), _line("echo =")
     assert "_Spectra: 3 ATen operator(s) kiln does not support (nothing was compiled)" in text
     for op, line in [("_fft_r2c", power), ("_fft_r2c", echo), ("_fft_c2r", echo),
-                     ("rand_like", _line("rand_like"))]:  # fmt: skip
+                     ("poisson", _line("poisson"))]:  # fmt: skip
         assert re.search(rf"aten\.{op}\.default at \S*{re.escape(here)}:{line} \(node '\w+'\)",
                          text), (op, line, text)  # fmt: skip
-    assert "random numbers" in text and "complex" in text
+    assert "Poisson draws" in text and "complex" in text
     assert "kiln/" not in text and "site-packages" not in text
+
+
+class _Grown(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.clone().resize_(5, 6) + 1  # 24 elements -> 30, the new 6 read (garbage in torch)
+
+
+def test_a_resize_that_reads_new_elements_names_its_node() -> None:
+    with pytest.raises(FrontendError) as info:
+        kiln.compile(_Grown(), example_args=(torch.ones(4, 6),))
+    text = str(info.value)
+    pattern = (r"node 'resize\w*' \(aten\.resize\.default\): resize_ from \[4, 6\] to \[5, 6\] "
+               r"adds elements that torch leaves uninitialized")  # fmt: skip
+    assert re.search(pattern, text), text
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ indices: the last update wins, as torch's CPU loop writes them), strided views, 
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -37,9 +39,11 @@ COVERS = {
         "aten.index_put.default", "aten.scatter.src", "aten.scatter.value",
         "aten.scatter.reduce", "aten.scatter.value_reduce", "aten.scatter_add.default",
         "aten.scatter_reduce.two", "aten.slice_scatter.default", "aten.masked_scatter.default",
+        "aten.resize.default",
     ],
     "test_sizes_from_dims_and_data": [
         "aten.sym_size.int", "aten.nonzero.default", "aten._local_scalar_dense.default",
+        "aten.sym_stride.int", "aten.sym_storage_offset.default",
     ],
 }  # fmt: skip
 BY_TORCH = {
@@ -49,6 +53,7 @@ BY_TORCH = {
     "test_shapes_indexing_and_scatters": [
         "aten.squeeze.dim", "aten.fill.Scalar", "aten.select_scatter.default", "aten.var.dim",
         "aten.avg_pool1d.default", "aten.adaptive_avg_pool1d.default", "aten.col2im.default",
+        "aten.resize_.default",
     ],
 }  # fmt: skip
 """Ops torch rewrites into others before kiln sees them: in the program before its
@@ -102,9 +107,11 @@ def _scatters(x, m, idx, rows):
 def _decomposed(x, m, cols):
     filled = m.clone().fill_(2.5)
     fold = torch.nn.functional.fold(cols, (3, 4), 2)  # col2im: overlapping patches add up
+    grown = m.new_empty(0).resize_(5, 7).fill_(-1.0)  # resize (values never read) + full_like
     return (x[:, :1].squeeze(1) + 0, filled, torch.select_scatter(m, m[1] * 4, 0, 2),
             m.var(1, unbiased=False), torch.nn.functional.avg_pool1d(m[None], 3, 2, 1),
-            torch.nn.functional.adaptive_avg_pool1d(m[None], 4), fold)  # fmt: skip
+            torch.nn.functional.adaptive_avg_pool1d(m[None], 4), fold,
+            m.clone().resize_(3, 8), m.clone().resize_(2, 5), grown)  # fmt: skip
 
 
 def test_shapes_indexing_and_scatters() -> None:
@@ -124,8 +131,25 @@ def _sizes(x):
     assert A.sym_is_contiguous(x)
     count = (x > 0).sum().item()
     torch._check_is_size(count)
+    t = x.t().contiguous()  # [6, batch]: its stride(0) is the batch
     return (x.reshape(x.numel()) * 2, torch.full((x.shape[0], 2), 1.5) + x[:, :1],
-            torch.nonzero(x > 0.5), torch.arange(count) * 3)  # fmt: skip
+            torch.nonzero(x > 0.5), torch.arange(count) * 3,
+            t * (t.stride(0) + t.storage_offset()))  # fmt: skip
+
+
+def _strides_asked(program) -> None:
+    """torch.export writes a stride as the sizes it is made of (``t.stride(0)`` in `_sizes` is
+    ``sym_size(x, 0)``) and a storage offset as 0, so no exported program calls
+    ``sym_stride`` or ``sym_storage_offset``: the program gets them back by hand, as a tracer
+    that kept them would record ``t * (sym_stride(t, 0) + sym_storage_offset(t))``."""
+    g = program.graph
+    (mul,) = [n for n in g.nodes if n.target is A.mul.Tensor
+              and getattr(n.args[0], "target", None) is A.clone.default]  # fmt: skip
+    t = mul.args[0]
+    with g.inserting_before(mul):
+        stride = g.call_function(A.sym_stride.int, (t, 0))
+        offset = g.call_function(A.sym_storage_offset.default, (t,))
+        mul.args = (t, g.call_function(operator.add, (stride, offset)))
 
 
 def test_sizes_from_dims_and_data() -> None:
@@ -135,4 +159,4 @@ def test_sizes_from_dims_and_data() -> None:
     batch = torch.export.Dim("batch", min=2, max=32)
     name = "test_sizes_from_dims_and_data"
     check(Fn(_sizes), (M,), COVERS[name], EXACT, BY_TORCH[name], dynamic={"xs": ({0: batch},)},
-          more=[(M[:2],), (torch.cat([M, M, M]),)])  # fmt: skip
+          more=[(M[:2],), (torch.cat([M, M, M]),)], edit=_strides_asked)  # fmt: skip

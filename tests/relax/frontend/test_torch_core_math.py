@@ -58,6 +58,11 @@ COVERS = {
         "aten.linalg_vector_norm.default",
     ],
 }  # fmt: skip
+BY_TORCH = {
+    "test_float_math_and_reductions": ["aten.atan2.out"],
+}
+"""Ops torch rewrites before kiln sees them: an out= overload is the functional op in the
+program functionalization makes (it writes ``out`` by a copy kiln does not need)."""
 
 
 def _arith(x, y, lo, hi):
@@ -79,7 +84,8 @@ def _float_math(x, y, u, p):
             torch.erf(x), torch.sin(x), torch.cos(x), torch.tan(u), torch.asin(u), torch.acos(u),
             torch.atan(x), torch.sinh(u), torch.cosh(u), torch.asinh(x), torch.acosh(p + 1),
             torch.atanh(u), torch.expm1(u * 1e-3), torch.log1p(p * 1e-4), torch.log2(p),
-            torch.log10(p), torch.atan2(x, y), x**3, p**u, 2.0**u,
+            torch.log10(p), torch.atan2(x, y), A.atan2.out(y, x, out=torch.empty_like(x)),
+            x**3, p**u, 2.0**u,
             torch.nn.functional.gelu(x), torch.nn.functional.gelu(x, approximate="tanh"),
             torch.nn.functional.elu(x, 0.7), torch.nn.functional.leaky_relu(x, 0.2),
             torch.nn.functional.hardtanh(x, -0.5, 1.5))  # fmt: skip
@@ -119,4 +125,5 @@ def test_float_math_and_reductions() -> None:
     def ops(x, y, u, p):
         return (*stacked(_float_math(x, y, u, p)), *_reductions(x, y))
 
-    check(Fn(ops), (X, Y, U, p), COVERS["test_float_math_and_reductions"], MATH)
+    name = "test_float_math_and_reductions"
+    check(Fn(ops), (X, Y, U, p), COVERS[name], MATH, BY_TORCH[name])

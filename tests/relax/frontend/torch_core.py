@@ -56,13 +56,17 @@ def _flat(value: Any) -> list[Any]:
 
 def check(module: torch.nn.Module, args: Sequence[Any], covers: Sequence[str],
           tol: float = EXACT, decomposed: Sequence[str] = (), dynamic: Any = None,
-          more: Sequence[Sequence[Any]] = ()) -> None:  # fmt: skip
+          more: Sequence[Sequence[Any]] = (),
+          edit: Callable[[Any], None] | None = None) -> None:  # fmt: skip
     """``module(*args)`` through kiln matches eager (and ``module(*m)`` for each of ``more``,
-    with the ``dynamic`` shapes), and its program uses every op of ``covers`` once decomposed,
-    and every op of ``decomposed`` before (ops torch rewrites)."""
+    with the ``dynamic`` shapes), and its program uses every op of ``covers`` once decomposed
+    (and ``edit``-ed: ops no exported program holds are put in by hand), and every op of
+    ``decomposed`` before (ops torch rewrites)."""
     module = module.eval()
     program = torch.export.export(module, tuple(args), dynamic_shapes=dynamic)
     core = program.run_decompositions(decompositions())  # NOTE: once: imported as it is
+    if edit is not None:
+        edit(core)
     missing = set(covers) - ops_of(core)
     assert not missing, f"the program does not use {sorted(missing)}"
     if decomposed:

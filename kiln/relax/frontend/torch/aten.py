@@ -7,8 +7,10 @@ Arithmetic follows the node's result dtype (torch's type promotion, read from th
 ``meta["val"]``): operands are cast to it, Python scalars become constants of it.
 
 The rest of the Core ATen opset converts in the sibling families (``aten_math``, ``aten_index``,
-``aten_nn``, ``aten_attention``, ``activations``), which add to `ATEN` when imported;
-`kiln.relax.frontend.torch.coverage` says which op converts where and which test checks it.
+``aten_nn``, ``aten_attention``, ``aten_random``, ``activations``), which add to `ATEN` when
+imported; `kiln.relax.frontend.torch.coverage` says which op converts where and which test
+checks it. A symbolic size used as an operand (``x * x.shape[1]``) is a 0-d tensor
+(`TorchCtx.size_tensor`).
 """
 
 from __future__ import annotations
@@ -60,10 +62,14 @@ def dtype_name(dt: Any) -> str:
 
 
 class TorchCtx:
-    """The builder, the node (with its span) and the values of its arguments."""
+    """The builder, the node (with its span) and the values of its arguments; ``seed``: the
+    node's random seed, for the converters that draw random numbers
+    (`kiln.relax.frontend.torch.aten_random`)."""
 
-    def __init__(self, bb: Any, span: NodeSpan, node: Any, env: dict[Any, Any]) -> None:
-        self.bb, self.span, self.node, self.env = bb, span, node, env
+    def __init__(
+        self, bb: Any, span: NodeSpan, node: Any, env: dict[Any, Any], seed: Any = None
+    ) -> None:
+        self.bb, self.span, self.node, self.env, self.seed = bb, span, node, env, seed
 
     def value(self, a: Any) -> Any:
         import torch.fx
@@ -101,8 +107,18 @@ class TorchCtx:
                 return self.emit(R.astype(v, dt))
             return v
         if isinstance(v, PrimExpr):
-            raise FrontendError("a symbolic size used as a tensor is not supported")
+            return self.size_tensor(v, dt)
         return const(np.array(v, dtype=np.dtype(dt)))
+
+    def size_tensor(self, v: PrimExpr, dtype: str) -> Expr:
+        """A symbolic size (``x * x.shape[1]``) as a 0-d tensor of ``dtype``: the one element
+        of ``arange(v, v + 1)``."""
+        if not v.dtype.is_integer:
+            raise FrontendError(f"a symbolic {v.dtype} value used as a tensor is not supported")
+        v = v.astype("int64")
+        one = self.emit(R.arange(PrimValue(v), PrimValue(v + 1), 1, "int64"))
+        scalar = self.emit(R.reshape(one, ShapeExpr([])))
+        return scalar if dtype == "int64" else self.emit(R.astype(scalar, dtype))
 
 
 def dims_of(e: Expr) -> list[Any]:

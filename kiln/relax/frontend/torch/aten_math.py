@@ -1,7 +1,8 @@
 """Core ATen math beyond `kiln.relax.frontend.torch.aten`'s: logic and bits, ``atan2`` and
 tensor bounds of ``clamp``, the reductions torch names apart (``any``, ``max.dim`` with its
 indices, whole-tensor ``mean`` / ``prod``, vector norms, ``cumsum``), creation ops whose values
-do not matter (``empty``), the size queries torch records on dynamic dims (``sym_numel``...),
+do not matter (``empty``) and the ``resize`` ``resize_`` becomes, the size queries torch records
+on dynamic dims (``sym_numel``, ``sym_stride``...),
 inference-mode dropout and the batch / group statistics of normalizations.
 
 Converters join `ATEN` when this module is imported; each is a few operator records.
@@ -13,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from kiln.arith import simplify
 from kiln.errors import FrontendError
 from kiln.relax import op as R
 from kiln.relax.expr import Expr, TupleGetItem, const
 from kiln.relax.frontend.torch.aten import ATEN, TorchCtx, aten, dims_of, shape_arg
-from kiln.tir.expr import PrimExpr
+from kiln.tir.expr import IntImm, PrimExpr
 
 LOGICAL = {"logical_and": R.logical_and, "logical_or": R.logical_or,
            "logical_xor": R.logical_xor}  # fmt: skip
@@ -146,6 +148,48 @@ def _empty(ctx: TorchCtx, *args: Any, **kwargs: Any) -> Expr:
     undefined): zeros."""
     sizes = args[0] if isinstance(args[0], (list, tuple)) else args[1]
     return ctx.emit(R.zeros(shape_arg(sizes), ctx.out_dtype))
+
+
+SHAPE_READERS = frozenset({
+    "aten.full_like.default", "aten.empty_like.default", "aten.zeros_like.default",
+    "aten.ones_like.default", "aten.rand_like.default", "aten.randn_like.default",
+    "aten.sym_size.int", "aten.sym_numel.default", "aten.sym_stride.int",
+})  # fmt: skip
+"""Ops that read only their operand's shape and dtype, never its values."""
+
+
+def _count(dims: Any) -> Any:
+    """The element count of ``dims``: an int, or a simplified `tir` expression."""
+    total: Any = 1
+    for d in dims:
+        total = total * d
+    if isinstance(total, PrimExpr):
+        total = simplify(total)
+        return total.value if isinstance(total, IntImm) else total
+    return total
+
+
+@aten("resize.default")
+def _resize(ctx: TorchCtx, x: Expr, size: Any, memory_format: Any = None) -> Expr:
+    """``resize_`` as functionalization leaves it: ``x``'s elements, in order, as far as they
+    reach (the same count: a reshape; fewer: the first ones), then new elements, which torch
+    leaves uninitialized. A tensor that had none, or one whose values the program never reads
+    (only its shape, as ``fill_`` -> ``full_like``), is zeros. New elements the program reads
+    would be garbage in torch: refused."""
+    old, new = _count(dims_of(x)), _count(size)
+    if _count([old - new]) == 0:
+        return ctx.emit(R.reshape(x, shape_arg(size)))
+    if old == 0 or all(str(u.target) in SHAPE_READERS for u in ctx.node.users):
+        return ctx.emit(R.zeros(shape_arg(size), ctx.out_dtype))
+    if isinstance(old, int) and isinstance(new, int) and new < old:
+        flat = ctx.emit(R.reshape(x, shape_arg([old])))
+        first = ctx.emit(R.strided_slice(flat, [0], [0], [new]))
+        return ctx.emit(R.reshape(first, shape_arg(size)))
+    raise FrontendError(
+        f"resize_ from {list(dims_of(x))} to {list(size)} adds elements that torch leaves "
+        "uninitialized, and the program reads them; fill the tensor after resizing it, or "
+        "build it at its final size (torch.cat, torch.nn.functional.pad)"
+    )
 
 
 @aten("sym_numel.default")

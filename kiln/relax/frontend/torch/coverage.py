@@ -36,26 +36,19 @@ NOT_APPLICABLE = {
     "aten.max_pool2d_with_indices_backward.default": "a gradient (training only)",
     "aten.native_group_norm_backward.default": "a gradient (training only)",
     "aten.native_layer_norm_backward.default": "a gradient (training only)",
-    "aten.rand.default": "random numbers: kiln compiles deterministic programs",
-    "aten.randn.default": "random numbers: kiln compiles deterministic programs",
-    "aten.randperm.default": "random numbers: kiln compiles deterministic programs",
-    "aten.atan2.out": "an out= variant: exported (functional) programs call atan2.default",
-    "aten.resize_.default": "resizes a tensor's storage in place: functional programs lack it",
-    "aten.sym_stride.int": "torch.export works strides out itself (from sizes): never in a program",
-    "aten.sym_storage_offset.default": "exported tensors start their storage: never in a program",
-    "aten.rand_like.default": "random numbers: kiln compiles deterministic programs",
-    "aten.randn_like.default": "random numbers: kiln compiles deterministic programs",
-    "aten.randint.low": "random numbers: kiln compiles deterministic programs",
-    "aten.bernoulli.p": "random numbers: kiln compiles deterministic programs",
 }
-"""Core ops kiln does not mean to convert, and why (with the non-core random ops programs
-keep, so the unsupported-op error says why of them too; the table lists core ops only)."""
+"""Core ops kiln does not mean to convert, and why."""
 
 UNSUPPORTED = {
     "aten._fft_r2c.default": "complex results: kiln has no complex dtypes",
     "aten._fft_c2r.default": "complex operands: kiln has no complex dtypes",
+    "aten.poisson.default": "Poisson draws: kiln draws uniform and normal numbers (relax.random)",
+    "aten.multinomial.default": "sampling from weights: kiln draws uniform and normal numbers "
+    "(relax.random)",
 }
-"""Core ops kiln lacks (or converts only in cases that real programs do not reach)."""
+"""Ops kiln lacks (or converts only in cases that real programs do not reach), and why: the
+core ones, and non-core ones programs keep, so the unsupported-op error says why of them too
+(the table lists core ops and `EXTRA` only)."""
 
 EXTRA = (
     "aten.scaled_dot_product_attention.default",
@@ -68,6 +61,14 @@ EXTRA = (
     "aten.replication_pad1d.default",
     "aten.sort.stable",
     "aten._native_batch_norm_legit_functional.default",
+    "aten.rand_like.default",
+    "aten.randn_like.default",
+    "aten.randint.low",
+    "aten.randint.default",
+    "aten.bernoulli.p",
+    "aten.uniform.default",
+    "aten.normal.Tensor_float",
+    "aten.resize.default",
 )
 """Non-core ops torch.export leaves in real models (kept whole or never decomposed)."""
 
@@ -84,6 +85,15 @@ NOTES = {
     "aten.avg_pool2d.default": "without divisor_override",
     "aten.sort.default": "O(n^2) per line (the top-k kernel)",
     "aten.scaled_dot_product_attention.default": "masks, is_causal, scale, GQA; no dropout",
+    "aten.rand.default": "fresh numbers per call; kiln's generator, not torch's (manual_seed "
+    "does not reproduce them)",
+    "aten.randn.default": "fresh numbers per call; kiln's generator, not torch's",
+    "aten.randperm.default": "fresh order per call; O(n^2) in n",
+    "aten.sym_stride.int": "the strides of a compact tensor (torch.export writes strides as "
+    "sizes: tested in an edited program)",
+    "aten.sym_storage_offset.default": "0: kiln tensors start their storage (tested in an "
+    "edited program)",
+    "aten.resize.default": "the same count, fewer elements, or new elements never read",
 }
 """What a supported op does not cover."""
 

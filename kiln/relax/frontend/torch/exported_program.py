@@ -12,7 +12,9 @@ dynamic (``torch.export.Dim``) becomes a symbolic ``tir.Var`` named after its to
 ``sym_size`` and the arithmetic torch records on sizes are `tir` expressions. Every call
 carries a `NodeSpan` naming the FX node; ops kiln lacks are collected over the whole graph and
 reported together in one `FrontendError`, each use with the user's file:line
-(`kiln.relax.frontend.torch.source`), before anything is converted.
+(`kiln.relax.frontend.torch.source`), before anything is converted. A program that draws random
+numbers gets a seed per such node before its dataflow block (`aten_random.seeds`: an impure
+call, so ``main`` is then not pure).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from kiln.ir.module import IRModule
 from kiln.relax.block_builder import BlockBuilder
 from kiln.relax.expr import Tuple, Var, const
 from kiln.relax.frontend.common import ident, node_span
-from kiln.relax.frontend.torch import aten_attention, aten_index, aten_math, aten_nn
+from kiln.relax.frontend.torch import aten_attention, aten_index, aten_math, aten_nn, aten_random
 from kiln.relax.frontend.torch.activations import decompositions
 from kiln.relax.frontend.torch.aten import ATEN, TorchCtx, dtype_name
+from kiln.relax.frontend.torch.aten_random import SEEDED
 from kiln.relax.frontend.torch.source import unsupported_error
 from kiln.relax.struct_info import TensorStructInfo
 from kiln.tir.expr import Var as TirVar
@@ -76,7 +79,7 @@ def _state(ep: Any) -> dict[str, Any]:
     return values
 
 
-CONVERTER_FAMILIES = (aten_attention, aten_index, aten_math, aten_nn)
+CONVERTER_FAMILIES = (aten_attention, aten_index, aten_math, aten_nn, aten_random)
 """The modules whose converters join `ATEN` on import (beside ``aten`` and ``activations``)."""
 
 
@@ -123,18 +126,22 @@ def from_exported_program(
         env[node] = var
         params.append(var)
     bb = BlockBuilder()
-    with bb.function("main", params):
+    random = [n for n in graph.nodes if n.op == "call_function" and _key(n.target) in SEEDED]
+    with bb.function("main", params, pure=not random):
+        seeds = aten_random.seeds(bb, random)  # NOTE: impure calls: before the dataflow block
         with bb.dataflow():
-            out = _run_graph(bb, graph, env, name)
+            out = _run_graph(bb, graph, env, name, seeds)
         bb.emit_func_output(out)
     return bb.get()
 
 
-def _run_graph(bb: BlockBuilder, graph: Any, env: dict[Any, Any], where: str) -> Any:
+def _run_graph(
+    bb: BlockBuilder, graph: Any, env: dict[Any, Any], where: str, seeds: dict[Any, Any]
+) -> Any:
     result = None
     for node in graph.nodes:
         if node.op == "call_function":
-            env[node] = _convert(bb, node, env, where)
+            env[node] = _convert(bb, node, env, where, seeds.get(node))
         elif node.op == "output":
             outs = node.args[0]
             items = list(outs) if isinstance(outs, (list, tuple)) else [outs]
@@ -151,9 +158,9 @@ def _as_output(bb: BlockBuilder, value: Any) -> Any:
     return bb.emit_output(value)
 
 
-def _convert(bb: BlockBuilder, node: Any, env: dict[Any, Any], where: str) -> Any:
+def _convert(bb: BlockBuilder, node: Any, env: dict[Any, Any], where: str, seed: Any) -> Any:
     key = _key(node.target)
-    ctx = TorchCtx(bb, node_span(where, node.name, key), node, env)
+    ctx = TorchCtx(bb, node_span(where, node.name, key), node, env, seed)
     try:
         return ATEN[key](ctx, *ctx.args(), **ctx.kwargs())
     except FrontendError as e:
