@@ -368,11 +368,12 @@ class KilnGraph:
             return torch.export.export(wrapper, tuple(tensors), dynamic_shapes=shapes)
 
     def __call__(self, *args: Any) -> Any:
-        for (t, version), i in zip(self.weights, self.plan.frozen):
-            if args[i] is not t or t._version != version:
-                # NOTE: new weights: a new model (or one from the cache)
-                self.plan.eager = self.prepare(list(args))
-                break
+        if self.plan.eager is None:
+            for (t, version), i in zip(self.weights, self.plan.frozen):
+                if args[i] is not t or t._version != version:
+                    # NOTE: new weights: a new model (or one from the cache)
+                    self.plan.eager = self.prepare(list(args))
+                    break
         if self.plan.eager is not None:
             return self.gm(*args)
         assert self.model is not None

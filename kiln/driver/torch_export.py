@@ -16,12 +16,14 @@ and the call-time errors say ``batch``; torch's range for each (``Dim("b", min=2
 ``Dim.DYNAMIC``: 2 and up) comes back as bounds, which the model checks at each call
 (`kiln.driver.dims.SizeRouter`): outside them torch gives the program no meaning. A dim the
 model fixes to one size (a ``view(2, -1)``, an example of size 1) cannot be dynamic: that is
-torch.export's error, passed on with kiln's context.
+torch.export's error, passed on with kiln's context. Where a dim kiln marked needs a range
+(BERT's ``seq`` is at most its 64 positions), kiln takes torch's suggested range (`MarkedDims`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kiln.errors import FrontendError, KilnError
@@ -57,20 +59,70 @@ def shorthand_shapes(module: Any, example_args: Any, axes: Mapping[str, int]) ->
     return _tree_map_with_path(spec, dict(combined))
 
 
+@dataclass(frozen=True)
+class MarkedDims:
+    """The ``dynamic_shapes`` kiln made from ``dims=`` axes or ``dynamic=True``
+    (`apply_shorthand`). kiln made these Dims without ranges, so where torch.export says a
+    range they need (``seq <= 64``: the model's position table), kiln takes torch's suggested
+    fix; one that fixes a dim to a size stays torch's error."""
+
+    spec: dict[str, Any]
+    given: str
+    """What the user wrote, for the error."""
+
+
 def import_module(
     module: Any, example_args: Any, dynamic_shapes: Any = None
 ) -> tuple[IRModule, Ranges]:
-    """``module`` exported with ``example_args`` and ``dynamic_shapes``, imported, its dims
-    named after their ``Dim``; and their ranges."""
+    """``module`` exported with ``example_args`` and ``dynamic_shapes`` (torch's, or a
+    `MarkedDims`), imported, its dims named after their ``Dim``; and their ranges."""
+    marked = dynamic_shapes if isinstance(dynamic_shapes, MarkedDims) else None
+    spec = marked.spec if marked is not None else dynamic_shapes
     try:
-        ep = export_module(module, example_args, dynamic_shapes)
+        ep, spec = _export(module, example_args, spec, refine=marked is not None)
     except FrontendError as e:
-        if dynamic_shapes is None:
+        if spec is None:
             raise
-        raise FrontendError(f"{e}\n{_context(module, example_args, dynamic_shapes)}") from None
-    names = _dim_names(module, example_args, dynamic_shapes, ep) if dynamic_shapes else {}
+        context = _context(module, example_args, spec, marked)
+        raise FrontendError(f"{e}\n{context}") from None
+    names = _dim_names(module, example_args, spec, ep) if spec else {}
     mod = from_exported_program(ep, name=type(module).__name__)
     return _named(mod, names, _ranges(ep))
+
+
+def _export(module: Any, example_args: Any, spec: Any, refine: bool) -> tuple[Any, Any]:
+    """(the ExportedProgram, the spec it was exported with); with ``refine``, a spec torch
+    refused is refined by its suggested fixes first (`MarkedDims`)."""
+    if refine:
+        import torch
+
+        try:
+            ep = torch.export.export(module.eval(), _as_tuple(example_args), dynamic_shapes=spec)
+            return ep, spec
+        except Exception as e:  # NOTE: export_module below gives the error with torch's reason
+            spec = _refined(str(e), spec) or spec
+    return export_module(module, example_args, spec), spec
+
+
+def _refined(message: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """``spec`` with torch's suggested fixes from ``message``, when they keep every dim
+    dynamic (ranges, relations); None otherwise."""
+    import torch
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    if "Suggested fixes:" not in message:
+        return None
+    # NOTE: torch's parser reads every line after the marker as a fix: keep only the fixes
+    fixes = message.split("Suggested fixes:", 1)[1].strip().split("\n\n", 1)[0]
+    try:
+        new = refine_dynamic_shapes_from_suggested_fixes(f"Suggested fixes:\n{fixes}", spec)
+    except Exception:  # NOTE: fixes torch cannot apply: its own error stands
+        return None
+    for arg, axes in spec.items():
+        for axis in axes or {}:
+            if not isinstance((new.get(arg) or {}).get(axis), torch.export.Dim):
+                return None
+    return new
 
 
 def import_program(ep: Any) -> tuple[IRModule, Ranges]:
@@ -160,13 +212,14 @@ def _named(
     return mod, by_name
 
 
-def _context(module: Any, example_args: Any, dynamic_shapes: Any) -> str:
+def _context(module: Any, example_args: Any, spec: Any, marked: MarkedDims | None) -> str:
     """What kiln asked torch for, under torch's refusal."""
     import torch
 
     sizes = [tuple(a.shape) for a in _as_tuple(example_args) if isinstance(a, torch.Tensor)]
+    given = f" (from {marked.given})" if marked is not None else ""
     return (
-        f"kiln exported {type(module).__name__} with dynamic_shapes={dynamic_shapes!r} and "
+        f"kiln exported {type(module).__name__} with dynamic_shapes={spec!r}{given} and "
         f"example input sizes {', '.join(map(str, sizes)) or 'none'}. A dim the model fixes to "
         "one size cannot be dynamic: leave it out of dims=/dynamic_shapes=, or give an example "
         "whose size there is not 0 or 1 (torch specializes those)"
@@ -196,5 +249,6 @@ def apply_shorthand(
     for name, axis in axes.items():
         if axis < 0:
             raise KilnError(f"dims={{{name!r}: {axis}}}: an axis is 0 or more")
-    options["dynamic_shapes"] = shorthand_shapes(module, example_args, axes)
+    given = "dynamic=True" if dynamic else f"dims={axes!r}"
+    options["dynamic_shapes"] = MarkedDims(shorthand_shapes(module, example_args, axes), given)
     return rest or None

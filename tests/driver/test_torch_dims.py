@@ -111,3 +111,20 @@ def test_axes_and_dynamic_are_for_torch_modules() -> None:
         kiln.compile(Tiny, dynamic=True)
     with pytest.raises(KilnError, match=r"dims=\{'n': 0\}: an int is an axis"):
         kiln.compile(Tiny, dims={"n": 0})
+
+
+def test_a_range_the_model_needs_comes_from_torchs_suggested_fix() -> None:
+    class Positions(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(16, 8))  # 16 positions
+
+        def forward(self, x: Any) -> Any:
+            return x + self.table[: x.shape[1]]
+
+    net = Positions().eval()
+    model = kiln.compile(net, example_args=(torch.randn(2, 5, 8),), dims={"seq": 1})
+    assert model.inputs[0].dims == (2, "seq", 8)
+    check(model, net, (torch.randn(2, 16, 8),))
+    with pytest.raises(FrontendError, match=r"seq = 17 \(dim 1\).* seq in \[\d, 16\]"):
+        model(torch.randn(2, 17, 8))
