@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import tvm_ffi
 
 from kiln import te, tir
 from kiln.ir import GlobalVar, IRModule
 from kiln.runtime import Module, load_module
 from kiln.runtime.tensor import STORAGE_DTYPES
+
+# NOTE: after kiln.runtime, which imports tvm_ffi without torch: imported first, tvm_ffi imports
+# torch (2.4 s of each child process).
+import tvm_ffi  # isort: skip
 
 
 @dataclass(frozen=True)
