@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # dynamic_models imports tests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import worker_env  # noqa: E402
 from bench_ops import machine, update_readme  # noqa: E402
@@ -59,21 +60,8 @@ SMOKE = {"resnet50": "ResNet, 1 bottleneck per stage, 32x32", "bert": "BERT, 2 l
 
 
 # -- models ----------------------------------------------------------------------------------------
-def _torchvision_schemas() -> None:
-    """torchvision's C extension does not load beside the CPU torch (see dynamic_models.py)."""
-    import torch
-
-    for name in ("nms", "qnms"):
-        try:
-            torch.library.define(f"torchvision::{name}", "(Tensor a, Tensor b, float c) -> Tensor")
-        except RuntimeError:
-            pass
-
-
 def _resnet(smoke: bool) -> tuple[Any, tuple[Any, ...]]:
     import torch
-
-    _torchvision_schemas()
     from torchvision.models import resnet
 
     if smoke:
@@ -113,7 +101,9 @@ def _bert(smoke: bool) -> tuple[Any, tuple[Any, ...]]:
 def build(name: str, smoke: bool) -> tuple[Any, tuple[Any, ...]]:
     """Model ``name`` in eval mode with seeded weights, and its inputs."""
     import torch
+    from dynamic_models import _torchvision_schemas
 
+    _torchvision_schemas()  # torchvision (transformers imports it too) next to the CPU torch
     torch.manual_seed(0)
     net, args = (_resnet if name == "resnet50" else _bert)(smoke)
     return net.eval(), args
