@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,16 +112,25 @@ def test_a_changed_model_option_or_kiln_misses(
 COMPILE_IN_CHILD = "import sys, kiln; kiln.compile(open(sys.argv[1], 'rb').read())"
 
 
+@pytest.fixture(scope="module")
+def written_by_a_child(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache holding ``mlp(4)``'s entry, written by a child process; each corrupt-entry test
+    damages a copy of it (one child compile for all of them)."""
+    root = tmp_path_factory.mktemp("model-cache-template")
+    (root / "m.onnx").write_bytes(mlp(4)[0])
+    cmd = [sys.executable, "-c", COMPILE_IN_CHILD, str(root / "m.onnx")]
+    subprocess.run(cmd, check=True, env={**os.environ, "KILN_CACHE_DIR": str(root / "cache")})
+    return root / "cache"
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "no digest", "no json"])
 def test_a_corrupt_entry_is_compiled_again(
-    cache: Path, tmp_path: Path, builds: list[int], damage: str
+    cache: Path, written_by_a_child: Path, builds: list[int], damage: str
 ) -> None:
     data, w, b = mlp(4)
     # NOTE: another process writes the entry: a process that loaded a library has it mapped,
     # and damaging a mapped file in place would crash that process, not test the cache.
-    (tmp_path / "m.onnx").write_bytes(data)
-    cmd = [sys.executable, "-c", COMPILE_IN_CHILD, str(tmp_path / "m.onnx")]
-    subprocess.run(cmd, check=True, env={**os.environ, "KILN_CACHE_DIR": str(cache)})
+    shutil.copytree(written_by_a_child, cache)
     (entry,) = (cache / "models").glob("*.so")
     if damage == "garbage":
         entry.write_bytes(b"\x7fELF not really a library")
