@@ -26,6 +26,21 @@ def test_compiled_kernels_match_numpy() -> None:
         np.testing.assert_allclose(g.numpy(), want, rtol=case.rtol, atol=case.atol, err_msg=label)
 
 
+def _run_all(calls: list[tuple]) -> list[np.ndarray]:
+    """The results of ``build(*arrays)`` for each ``(build, *arrays)`` of ``calls``, compiled as
+    one function (one compile for all: the suite's time)."""
+    params = [[relax.Var(f"c{i}_{k}", relax.TensorStructInfo(a.shape, str(a.dtype)))
+               for k, a in enumerate(arrays)] for i, (_, *arrays) in enumerate(calls)]  # fmt: skip
+    bb = relax.BlockBuilder()
+    with bb.function("main", [p for ps in params for p in ps]):
+        with bb.dataflow():
+            outs = [bb.emit(build(*ps)) for (build, *_), ps in zip(calls, params)]
+            out = bb.emit_output(relax.Tuple(outs))
+        bb.emit_func_output(out)
+    got = kiln.compile(bb.get())(*[a for _, *arrays in calls for a in arrays])
+    return [g.numpy() for g in got]
+
+
 def _run(build, *arrays: np.ndarray) -> np.ndarray:
     params = [relax.Var(f"x{k}", relax.TensorStructInfo(a.shape, str(a.dtype)))
               for k, a in enumerate(arrays)]  # fmt: skip
@@ -42,10 +57,10 @@ def test_zeros_have_numpys_sign() -> None:
     ``trunc_mod`` the dividend's (numpy, onnxruntime)."""
     x = np.float32([-0.0, 0.0, -4.0, 4.0, -4.0, 4.0])
     y = np.float32([1.0, -1.0, 2.0, -2.0, -2.0, 2.0])
-    sign = _run(R.sign, x)
+    sign, *mods = _run_all([(R.sign, x), (R.floor_mod, x, y), (R.trunc_mod, x, y)])
     np.testing.assert_array_equal(np.signbit(sign), np.signbit(np.sign(x)))
-    for build, ref in ((R.floor_mod, np.mod), (R.trunc_mod, np.fmod)):
-        got, want = _run(build, x, y), ref(x, y)
+    for got, ref in zip(mods, (np.mod, np.fmod)):
+        want = ref(x, y)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=str(ref))
 
@@ -58,10 +73,11 @@ def test_an_integer_divisor_of_zero_raises(build) -> None:
 
 
 def test_float_division_by_zero_is_ieee() -> None:
+    builds = (R.trunc_divide, R.floor_mod, R.trunc_mod)
     with np.errstate(all="ignore"):
-        for build, ref in ((R.trunc_divide, lambda a, b: np.trunc(a / b)), (R.floor_mod, np.mod),
-                           (R.trunc_mod, np.fmod)):  # fmt: skip
-            np.testing.assert_array_equal(_run(build, FX, FY * 0), ref(FX, FY * 0))
+        got = _run_all([(build, FX, FY * 0) for build in builds])
+        for g, ref in zip(got, (lambda a, b: np.trunc(a / b), np.mod, np.fmod)):
+            np.testing.assert_array_equal(g, ref(FX, FY * 0), err_msg=str(ref))
 
 
 def test_attributes_round_trip_through_script() -> None:
