@@ -267,7 +267,9 @@ def divmod_symbolic(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     ``0 <= R < m`` (`kiln.arith.symbolic`: ``R``'s atoms at their symbolic maxima, ``t``
     against ``seq`` for ``t < seq``), the index arithmetic a reshape over symbolic dims
     reads; ``d == 1`` gives ``X`` and ``R``. Truncating kinds need a non-negative numerator.
-    ``n`` must not be negative (a dim); it is not zero wherever the input is defined."""
+    ``n`` must not be negative (a dim); it is not zero wherever the input is defined, so an
+    exact multiple (``R == 0``) needs no bound: ``(batch*2) // batch`` -> ``2``, as shapes
+    traced through a reshape by ``batch`` read."""
     if not is_index(e.dtype) or isinstance(e.b, IntImm) or not is_pure(e.a):
         return None
     if ctx.const_int_bound(e.b).min_value < 0:
@@ -276,9 +278,10 @@ def divmod_symbolic(e: Any, ctx: RewriteContext) -> PrimExpr | None:
     if split is None:
         return None
     m, d, q, r = split
-    if linear_bound(r, ctx.const_int_bound).min_value < 0 or not below(r, m, ctx):
+    exact = _is_zero(r)
+    if not exact and (linear_bound(r, ctx.const_int_bound).min_value < 0 or not below(r, m, ctx)):
         return None
-    if isinstance(e, (Div, Mod)) and ctx.const_int_bound(e.a).min_value < 0:
+    if isinstance(e, (Div, Mod)) and not exact and ctx.const_int_bound(e.a).min_value < 0:
         return None
     q_expr, r_expr = _build(q, e), _build(r, e)
     if q_expr is None or r_expr is None:

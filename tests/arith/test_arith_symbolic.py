@@ -8,7 +8,7 @@ import itertools
 
 from kiln.arith import Analyzer
 from kiln.ir import structural_equal
-from kiln.tir import Div, FloorDiv, FloorMod, Mod, PrimExpr, SizeVar, Var
+from kiln.tir import Div, FloorDiv, FloorMod, Mod, PrimExpr, SizeVar, Var, convert
 from tests.arith.arith_eval import evaluate, show
 
 seq, batch = SizeVar("seq", "int64"), SizeVar("batch", "int64")
@@ -75,3 +75,22 @@ def test_scopes_restore_the_symbolic_bound() -> None:
         assert structural_equal(ana.simplify(e), b)
     assert ana.symbolic_max(t) is None
     assert ana.simplify(e) is e
+
+
+def test_an_exact_multiple_of_a_dim_divides_without_bounds() -> None:
+    """``(batch*2) // batch`` is 2 wherever the divisor is nonzero (where the input is defined),
+    so no loop range is needed: the shapes of a reshape by ``batch`` (issue 23)."""
+    cases = [
+        (FloorDiv(batch * 2, batch), 2),
+        (FloorDiv(2 * batch, batch), 2),
+        (FloorDiv(batch * seq * 6, seq * 2), batch * 3),
+        (FloorMod(batch * seq * 6, seq * 2), 0),
+        (Div(batch * seq, batch), seq),
+        (Mod(seq * batch * 3, batch), 0),
+    ]
+    for e, want in cases:
+        got = Analyzer().simplify(e)
+        assert structural_equal(got, convert(want, "int64")), f"{show(e)} -> {show(got)}"
+        for n_seq, n_batch in itertools.product((1, 2, 7), (1, 3)):
+            env = {seq: n_seq, batch: n_batch}
+            assert evaluate(got, env) == evaluate(e, env), (show(e), show(got), env)
