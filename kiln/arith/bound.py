@@ -54,6 +54,10 @@ from kiln.tir.expr import (
 POS_INF = 1 << 100
 NEG_INF = -POS_INF
 _SAT = 1 << 90
+DIM_MAX = 1 << 62
+"""The largest value a symbolic tensor dim is assumed to take (dims are never negative): the
+bound under which the graph level (`kiln.relax`) and the operator library (`kiln.topi`) simplify
+shapes, so that both read ``min(2**62, seq)`` (a slice to the end) as ``seq``."""
 
 
 def _sat(x: int) -> int:

@@ -12,9 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from kiln import te
+from kiln.arith import Analyzer
+from kiln.arith.bound import DIM_MAX
 from kiln.errors import IRValueError
 from kiln.ir.dtype import DataType
 from kiln.te import Tensor
+from kiln.tir.analysis.vars import free_vars
 from kiln.tir.expr import Cast, FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, convert
 from kiln.topi import tag
 from kiln.topi.utils import check_tensor, index_list, normalize_axis
@@ -224,7 +227,10 @@ def _slice_range(x: Tensor, d: int, b: int, e: int, s: int) -> tuple[PrimExpr, P
 
     start, stop = clamp(b), clamp(e)
     length = Max(FloorDiv(stop - start + (s - 1), convert(s, dt)), zero)
-    return start, length
+    # NOTE: simplified as the graph level simplifies the slice's shape (dims in [0, DIM_MAX]),
+    # so ``x[:, 0:2**62]`` has extent ``seq``, not a clamp that no broadcast matches with ``seq``.
+    dims = Analyzer({v: (0, DIM_MAX) for v in free_vars(n)})
+    return dims.simplify(start), dims.simplify(length)
 
 
 def full(shape: Any, value: Any, dtype: Any, name: str = "T_full") -> Tensor:

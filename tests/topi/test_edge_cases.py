@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kiln import te, topi
+from kiln import te, tir, topi
 from kiln.errors import IRError, IRValueError
+from kiln.ir import structural_equal
 from kiln.topi.nn.window_any import pool2d_any
 from tests.topi.conftest import run
 
@@ -161,3 +162,24 @@ def test_indices_into_an_empty_axis_are_rejected() -> None:
         topi.take(x, idx, axis=0)
     with pytest.raises(IRValueError, match=r"gather: axis 0 of tensor 'x' has extent 0"):
         topi.gather(x, 0, te.placeholder((1, 3), "int32", name="g"))
+
+
+def test_slice_to_a_sentinel_over_a_symbolic_dim_keeps_the_dim(rng) -> None:
+    """``x[0:2**62]`` over a dim ``n`` (torch's slice to the end) has extent ``n``, as the graph
+    level simplifies it, so it broadcasts with ``x`` (issue 23: a clamp no broadcast matched);
+    ``x[1:2**62]`` keeps no sentinel either."""
+    from kiln.driver import build as kbuild
+
+    n = tir.Var("n", "int64")
+    x = te.placeholder((n, 8), name="x")
+    whole = topi.slice_axes(x, [0], [0], [2**62])
+    tail = topi.slice_axes(x, [0], [1], [2**62])
+    assert structural_equal(whole.shape[0], n)
+    assert "4611686018427387904" not in str(tail.shape[0])
+    out = topi.add(whole, x)
+    mod = kbuild(te.lower(topi.schedule_for([out, tail]), [x, out, tail]), target="c")
+    a = rng.standard_normal((5, 8)).astype("float32")
+    got, got_tail = np.zeros((5, 8), "float32"), np.zeros((4, 8), "float32")
+    mod["main"](a, got, got_tail)
+    np.testing.assert_allclose(got, a[0 : 2**62] + a, rtol=1e-6, atol=0)
+    np.testing.assert_array_equal(got_tail, a[1 : 2**62])

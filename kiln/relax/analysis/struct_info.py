@@ -19,6 +19,7 @@ from enum import IntEnum
 from typing import Any
 
 from kiln.arith import Analyzer
+from kiln.arith.bound import DIM_MAX
 from kiln.ir.node import Node
 from kiln.ir.structural import structural_equal
 from kiln.relax.expr import ShapeExpr, Var
@@ -43,10 +44,6 @@ class Fit(IntEnum):
     FAIL = 0
     UNKNOWN = 1
     PASS = 2
-
-
-DIM_MAX = 2**62
-"""The largest value a symbolic dim is assumed to take (dims are never negative)."""
 
 
 def simplify_dim(e: PrimExpr) -> PrimExpr:
