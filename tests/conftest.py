@@ -4,6 +4,7 @@
   ``KILN_DEBUG`` unset, so tests never read or fill the user's cache.
 - CUDA: tests marked ``needs_nvrtc`` skip, with the reason, where the ``cuda`` extra (NVRTC) is
   not installed; the ``gpu`` fixture skips a test unless an NVIDIA GPU and driver are present.
+- ``pytest -n N`` schedules by work stealing (see `pytest_xdist_make_scheduler`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +63,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_nvrtc: compiles CUDA with NVRTC (kiln[cuda])")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Work stealing for ``--dist load`` (what ``-n`` picks): it hands each worker a contiguous
+    half of the tests and moves tests from a busy worker's queue to an idle one at the end.
+    ``load`` never moves a test once queued, and a worker whose queue held the long compiles
+    finished 75 s after the other (2 workers, 2 cores); contiguous shares also keep a file's
+    module fixtures on one worker."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
