@@ -29,14 +29,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kiln.codegen import c_entry_table as table
 from kiln.codegen.c import CodeGenC, Exit, FuncState
-from kiln.codegen.c_entry_table import (
-    PAIRS_HELPER,
-    TABLE_HELPER,
-    entry_tables,
-    table_ready,
-    variable_slots,
-)
 from kiln.codegen.c_expr import c_string, is_op
 from kiln.codegen.c_host_prelude import HOST_HELPERS
 from kiln.codegen.c_prelude import Prelude
@@ -151,7 +145,7 @@ class CodeGenCHost(CodeGenC):
         self.emit("(void)self;")
         self.emit_entry_prologue(st)
         tables = ""
-        if table_ready(api):
+        if table.table_ready(api):
             tables, tensors = self.emit_table_checks(st, api)
         else:
             tensors = self.emit_checks(api)
@@ -188,14 +182,13 @@ class CodeGenCHost(CodeGenC):
         return tensors
 
     def emit_table_checks(self, st: FuncState, api: PackedAPI) -> tuple[str, list[str]]:
-        """The plan as static tables and one ``kiln_check_tensors`` call (`c_entry_table`);
-        returns the tables' C and the tensors' C names."""
-        self.prelude.need_function("kiln_check_tensors", TABLE_HELPER)
-        tables, calls = entry_tables(api, f"kiln_{st.c_name}", int_range, dl_dtype)
+        """The plan as static tables and calls (`c_entry_table`): (tables, tensors' C names)."""
+        self.prelude.need_function("kiln_check_tensors", table.TABLE_HELPER)
+        tables, calls = table.entry_tables(api, f"kiln_{st.c_name}", int_range, dl_dtype)
         if api.overlaps:
             self.prelude.need("overlap_args")
-            self.prelude.need_function("kiln_check_pairs", PAIRS_HELPER)
-        slots = variable_slots(api)
+            self.prelude.need_function("kiln_check_pairs", table.PAIRS_HELPER)
+        slots = table.variable_slots(api)
         self.emit(f"DLTensor* kiln_t[{len(api.args)}];")
         self.emit(f"int64_t kiln_v[{max(len(slots), 1)}];")
         dev = self.tensor_device_type(st.func)
