@@ -141,7 +141,8 @@ class Analyzer:
         sides of a ``min`` are at least 1; ``x // c >= 1`` (``c > 0``) gives ``x >= c`` and
         ``x + k >= m`` gives ``x >= m - k``, ``a - b >= m`` gives ``a >= m + min(b)`` (the
         whole steps of a split loop over ``min((s + 7) // 8, s // 8)`` tiles: ``s >= 8``; its
-        tail over ``(s + 7) // 8 - min(...)``: ``s >= 1``)."""
+        tail over ``(s + 7) // 8 - min(...)``: ``s >= 1``); the factors of a product are each
+        at least 1 whatever their form (``b * ((s + 15) // 16)``: ``s >= 1``)."""
         implied = self._implied_minimums(rng)
         saved = {v: self._bounds.var_bounds.get(v) for v in (var, *implied)}
         saved_max = self._symbolic_max.get(var)
@@ -189,7 +190,11 @@ class Analyzer:
             factors = mul_factors(e)
             if any(self.const_int_bound(f).min_value < 0 for f in factors):
                 return {}
-            return {f: 1 for f in factors if isinstance(f, Var)}
+            out = {}  # integer factors >= 0 of a product >= 1: each is >= 1
+            for f in factors:
+                for v, k in self._at_least(f, 1).items():
+                    out[v] = max(k, out.get(v, k))
+            return out
         return {}
 
     @contextmanager

@@ -38,7 +38,6 @@ class ArgInfo:
     written: bool
 
 
-
 def metadata_c_source(
     func_names: Sequence[str], args: Mapping[str, Sequence[ArgInfo]] | None = None
 ) -> str:
@@ -98,5 +97,3 @@ TVM_FFI_DLL_EXPORT int {sym}(void* self, const TVMFFIAny* args,
   return TVMFFIStringFromByteArray(&bytes, result);
 }}
 """
-
-

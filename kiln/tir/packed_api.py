@@ -70,6 +70,17 @@ class PackedAPI:
         """The typed function's parameters: one per argument, then the symbolic dims."""
         return tuple(a.param for a in self.args) + self.dims
 
+    @property
+    def dim_bounds(self) -> dict[Var, tuple[int, int]]:
+        """Inclusive ranges of the symbolic dims the entry binds from tensor shapes: a dim is
+        never negative (the analyses of the body may rely on it: a ``//`` of dims is C's ``/``,
+        and a loop over ``b * s`` runs only when ``s >= 1``)."""
+        out: dict[Var, tuple[int, int]] = {}
+        for c in self.checks:
+            if c.binds and c.field == "shape" and isinstance(c.value, Var):
+                out[c.value] = (0, (1 << (c.value.dtype.bits - 1)) - 1)
+        return out
+
     def __repr__(self) -> str:
         def arg(a: PackedArg) -> str:
             if a.buffer is None:

@@ -103,7 +103,6 @@ class PrimSpec(SinfoSpec):
     def resolve(self, sym: SymLookup) -> StructInfo:
         value = sym(self.value) if isinstance(self.value, str) else self.value
         if value is not None and not isinstance(value, PrimExpr):
-
             value = convert(value, _dtype(self.dtype, "R.Prim") if self.dtype else "int64")
         dt = _dtype(self.dtype, "R.Prim") if self.dtype is not None else None
         return PrimStructInfo(dt, value)

@@ -70,11 +70,14 @@ class Guard:
     message: E.PrimExpr | None = None
 
 
-def place_guards(body: S.Stmt, where: str, pass_name: str, divisions: bool = True) -> S.Stmt:
+def place_guards(
+    body: S.Stmt, where: str, pass_name: str, divisions: bool = True, dims: Any = None
+) -> S.Stmt:
     """``body`` with guards before its index checks and (when ``divisions``) its divisions by
     possibly-zero integers, and its ``assert_in_range`` calls replaced by their values (module
-    docstring); ``where`` names the function in messages, ``pass_name`` the pass in errors."""
-    g = _Guards(where, pass_name, divisions)
+    docstring); ``where`` names the function in messages, ``pass_name`` the pass in errors,
+    ``dims`` bounds the symbolic dims (`PackedAPI.dim_bounds`)."""
+    g = _Guards(where, pass_name, divisions, dims)
     new, guards = g.stmt(body)
     out = g.wrap(new, guards)
     return _StripChecks().visit(out) if g.checks else out
@@ -96,9 +99,11 @@ def guard_value(value: E.PrimExpr, where: str, pass_name: str) -> E.PrimExpr:
 
 
 class _Guards(DeepWalker):
-    def __init__(self, where: str, pass_name: str, divisions: bool = True) -> None:
+    def __init__(
+        self, where: str, pass_name: str, divisions: bool = True, dims: Any = None
+    ) -> None:
         self.where, self.pass_name, self.divisions = where, pass_name, divisions
-        self.an = Analyzer()
+        self.an = Analyzer(dims)
         self.checks = 0  # index checks met
         self.written: dict[int, frozenset[E.Var] | None] = {}
 

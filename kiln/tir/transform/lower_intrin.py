@@ -57,6 +57,7 @@ from kiln.tir.attrs import PACKED_API
 from kiln.tir.builtin import MATH_OPS, MathOp
 from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.math_approx import APPROXIMATIONS
+from kiln.tir.packed_api import PackedAPI
 
 F32 = DataType("float", 32)
 
@@ -75,10 +76,11 @@ class LowerIntrin(PrimFuncPass):
         device = self.is_device(func)
         targets = [t for t in (func_target(func), self.target) if t is not None]
         fast = device and any(t.kind == "cuda" and t.get("fast_math") for t in targets)
-        lower = _Lower(cuda=device, fast_math=bool(fast), where=gv.name_hint)
-        body = place_guards(func.body, gv.name_hint, self.name, divisions=not device)
+        api = func.get_attr(PACKED_API)
+        dims = api.dim_bounds if isinstance(api, PackedAPI) else {}
+        lower = _Lower(cuda=device, fast_math=bool(fast), where=gv.name_hint, dims=dims)
+        body = place_guards(func.body, gv.name_hint, self.name, divisions=not device, dims=dims)
         out = func.with_body(lower.visit(body))
-        api = out.get_attr(PACKED_API)
         if api is not None:  # the entry's shape checks are printed as C too
             checks = tuple(
                 replace(c, value=lower.visit(guard_value(c.value, gv.name_hint, self.name)))
@@ -99,10 +101,10 @@ class LowerIntrin(PrimFuncPass):
 class _Lower(Mutator):
     """The rewriting of one function body (see module docstring)."""
 
-    def __init__(self, cuda: bool, fast_math: bool, where: str) -> None:
+    def __init__(self, cuda: bool, fast_math: bool, where: str, dims: dict) -> None:
         super().__init__()
         self.cuda, self.fast_math, self.where = cuda, fast_math, where
-        self.an = Analyzer()
+        self.an = Analyzer(dims)
         self.vector_loops = 0
 
     # -- context: loop ranges, vectorized loops ----------------------------------------------

@@ -22,13 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kiln.arith import ConstIntBound, simplify_stmt
-from kiln.arith.bound import dtype_bound
+from kiln.arith import simplify_stmt
 from kiln.ir.function import GlobalVar
 from kiln.ir.module import IRModule
 from kiln.ir.transform import PassContext
 from kiln.tir.attrs import PACKED_API
-from kiln.tir.expr import Var
 from kiln.tir.function import PrimFunc, PrimFuncPass
 from kiln.tir.packed_api import PackedAPI
 
@@ -40,18 +38,6 @@ class Simplify(PrimFuncPass):
     name: ClassVar[str] = "simplify"
 
     def transform(self, gv: GlobalVar, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        return simplify_stmt(func, _entry_bounds(func))
-
-
-def _entry_bounds(func: PrimFunc) -> dict[Var, ConstIntBound]:
-    """Bounds of the dimensions an exposed function's entry binds from tensor shapes (>= 0)."""
-    api = func.get_attr(PACKED_API)
-    if not isinstance(api, PackedAPI):
-        return {}
-    out: dict[Var, ConstIntBound] = {}
-    for check in api.checks:
-        value = check.value
-        if check.binds and check.field == "shape" and isinstance(value, Var):
-            top = dtype_bound(value.dtype).max_value
-            out[value] = ConstIntBound(0, top)
-    return out
+        api = func.get_attr(PACKED_API)
+        bounds = api.dim_bounds if isinstance(api, PackedAPI) else {}
+        return simplify_stmt(func, bounds)

@@ -264,3 +264,35 @@ def test_floor_division_of_a_product_of_shape_variables_is_plain() -> None:
     f = tir.PrimFunc((a, n, s), body, buffer_map={a: A}, attrs={"global_symbol": "f"})
     out = lower(f)
     assert not any(isinstance(x, (tir.FloorDiv, tir.FloorMod, tir.Select)) for x in nodes(out))
+
+
+def test_dims_the_entry_binds_from_shapes_are_non_negative() -> None:
+    """The graph level's dims are plain `Var`s, bound by the entry from tensor shapes (so never
+    negative): a fused loop over ``b * 2 * ((s + 15) // 16)`` tiles divides its index by
+    ``(s + 15) // 16`` with C's ``/`` and no guard inside the loop, even under a condition on
+    the index (the loop runs only when ``s >= 1``); a division by ``s`` outside any loop is
+    still guarded (``s`` may be 0)."""
+    from kiln.tir.transform import MakePackedAPI
+
+    b, s = tir.Var("b", "int64"), tir.Var("s", "int64")
+    i = tir.Var("i", "int64")
+    tiles = tir.FloorDiv(s + tir.const(15, "int64"), tir.const(16, "int64"))
+    A = tir.decl_buffer((b, s), "float32", "A")
+    B = tir.decl_buffer((b * 2 * tiles,), "float32", "B")
+    row = tir.FloorDiv(tir.FloorDiv(i, tiles), tir.const(2, "int64"))
+    col = tir.FloorMod(i, tiles) * tir.const(16, "int64")
+    read = tir.BufferLoad(A, (row, tir.Min(col, s - tir.const(1, "int64"))))
+    store = tir.IfThenElse(tir.LT(row, b), tir.BufferStore(B, read, (i,)))
+    body = tir.SeqStmt((
+        tir.For(i, tir.const(0, "int64"), b * 2 * tiles, tir.ForKind.SERIAL, store),
+        tir.BufferStore(B, tir.Cast("float32", tir.FloorDiv(b, s)), (tir.const(0, "int64"),)),
+    ))  # fmt: skip
+    a, o = tir.Var("A", "handle"), tir.Var("B", "handle")
+    f = tir.PrimFunc((a, o), body, buffer_map={a: A, o: B}, attrs={"global_symbol": "f"})
+    mod = MakePackedAPI()(FlattenBuffer()(IRModule({GlobalVar("f"): f})))
+    out = LowerIntrin(Target("c"))(mod)["f"]
+    loop = next(n for n in nodes(out) if isinstance(n, tir.For))
+    assert not any(isinstance(x, (tir.FloorDiv, tir.FloorMod, tir.Select)) for x in nodes(out))
+    assert not any(isinstance(x, tir.AssertStmt) for x in nodes(loop))
+    guards = [n.message.value for n in nodes(out) if isinstance(n, tir.AssertStmt)]
+    assert any("b // s is 0" in g for g in guards), guards
