@@ -3,8 +3,9 @@ transformers; seeded random weights), for the torch.export and torch.compile tes
 
 Each family: a constructor, its example inputs and inputs of other sizes (batch, and sequence
 for the text models), and the ``dims=`` that make those dims dynamic in ``kiln.compile``.
-Configs are the smallest that keep the family's structure (hidden 32, 2 layers, 32x32 images;
-Swin's window needs 56x56, Whisper's encoder takes a fixed 32 frames).
+Configs are the smallest that keep the family's structure (hidden 32, one layer or block per
+stage, 32x32 images; Swin's window needs 56x56, Whisper's encoder takes a fixed 32 frames): each
+case's time is mostly torch.export's tracing and kiln's compile, which grow with the layers.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def _whisper() -> Any:
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
     config = transformers.WhisperConfig(
-        d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
+        d_model=32, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=64,
         num_mel_bins=8, max_source_positions=16,
     )  # fmt: skip
     return Features(WhisperEncoder(config))
@@ -135,29 +136,29 @@ FAMILIES: dict[str, Family] = {
         "image", side=56,
     ),
     "vit": Family(
-        lambda: _timm("vit_tiny_patch16_224", img_size=32, patch_size=8, depth=2, embed_dim=32,
+        lambda: _timm("vit_tiny_patch16_224", img_size=32, patch_size=8, depth=1, embed_dim=32,
                       num_heads=2),
         "image",
     ),
     "bert": Family(
-        lambda: LastHidden(_hf("BertConfig", "BertModel", hidden_size=32, num_hidden_layers=2,
+        lambda: LastHidden(_hf("BertConfig", "BertModel", hidden_size=32, num_hidden_layers=1,
                                num_attention_heads=2, intermediate_size=64, **TEXT)),
         "masked",
     ),
     "gpt2": Family(
-        lambda: LastHidden(_hf("GPT2Config", "GPT2Model", vocab_size=100, n_embd=32, n_layer=2,
+        lambda: LastHidden(_hf("GPT2Config", "GPT2Model", vocab_size=100, n_embd=32, n_layer=1,
                                n_head=2, n_positions=64, bos_token_id=99, eos_token_id=99)),
         "masked",
     ),
     "llama": Family(
         lambda: LastHidden(_hf("LlamaConfig", "LlamaModel", hidden_size=32,
-                               intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                               intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
                                num_key_value_heads=2, **TEXT)),
         "masked",
     ),
     "t5_encoder": Family(
         lambda: LastHidden(_hf("T5Config", "T5EncoderModel", vocab_size=100, d_model=32,
-                               d_kv=16, d_ff=64, num_layers=2, num_heads=2)),
+                               d_kv=16, d_ff=64, num_layers=1, num_heads=2)),
         "text",
     ),
     "whisper_encoder": Family(_whisper, "audio"),
