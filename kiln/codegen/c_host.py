@@ -32,7 +32,7 @@ from typing import ClassVar
 from kiln.codegen import c_entry_table as table
 from kiln.codegen.c import CodeGenC, Exit, FuncState
 from kiln.codegen.c_expr import c_string, is_op
-from kiln.codegen.c_host_prelude import HOST_HELPERS
+from kiln.codegen.c_host_prelude import HOST_HELPERS, QUICK_COMPILE, QUICK_VM_LINES
 from kiln.codegen.c_prelude import Prelude
 from kiln.errors import CodegenError
 from kiln.ir.dtype import DataType
@@ -120,6 +120,11 @@ class CodeGenCHost(CodeGenC):
         for st in self.funcs.values():
             if st.func.global_symbol is not None:
                 self.define_entry(st)
+
+    def define_function(self, st: FuncState) -> None:
+        super().define_function(st)
+        if st.label.startswith(VMTIR_PREFIX) and self.defs[-1].count("\n") > QUICK_VM_LINES:
+            self.defs[-1] = QUICK_COMPILE + self.defs[-1]
 
     def finish(self, metadata: bool = True) -> str:
         """The translation unit; without ``metadata``, the library's list of exposed functions

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import kiln
+from kiln.runtime import VirtualMachine
 from kiln.runtime.vm_builtins import BUILTINS, builtin_index
 from kiln.runtime.vm_runtime import load_vm_runtime
 from kiln.script import ir as I
@@ -123,3 +124,19 @@ def test_symbolic_storage_sizes_are_ints_read_from_the_heap() -> None:
         assert after_ctx.startswith(heap_int), line
     # the shapes of the two tensors placed in storages and of the output, none for a storage
     assert body.count('"vm.builtin.make_shape"') == 3
+
+
+def test_long_vm_functions_compile_at_o1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A VM function longer than `QUICK_VM_LINES` carries GCC's ``optimize("O1")`` (its -O2
+    compile time grows faster than its length); a short one does not; both compute the same."""
+    from kiln.codegen import c_host
+
+    head = 'optimize("O1")'
+    short = kiln.relax.build(Static, exec_mode="compiled")
+    assert head not in short.library.inspect_source()
+    monkeypatch.setattr(c_host, "QUICK_VM_LINES", 3)
+    quick = kiln.relax.build(Static, exec_mode="compiled")
+    source = quick.library.inspect_source()
+    assert f"__attribute__(({head}))\n#endif\nstatic int32_t v_vmtir__main(" in source
+    x = np.arange(64, dtype="float32").reshape(4, 16)
+    np.testing.assert_array_equal(VirtualMachine(quick)["main"](x).numpy(), x + x)
