@@ -99,3 +99,26 @@ def test_no_count_check_where_the_shape_bounds_the_count() -> None:
     src = kiln.build(copy).inspect_source()
     assert "kiln_check_count(" not in src  # A: n fits int32; B: indexed in int64
     assert "int64_t" in src.split("static int32_t copy")[-1].split("TVM_FFI_DLL_EXPORT")[0]
+
+
+def test_no_count_check_for_int64_indices() -> None:
+    """A 1-D buffer of int64 dims (``(batch * seq,)``, as the graph level declares them) is
+    indexed in int64, which reaches every tensor that fits in memory: no count check."""
+
+    @T.prim_func
+    def flat(a: T.handle, b: T.handle):
+        batch, seq = T.int64(), T.int64()
+        A = T.match_buffer(a, (batch, seq), "float32")
+        B = T.match_buffer(b, (batch * seq,), "float32")
+        for i, j in T.grid(batch, seq):
+            B[i * seq + j] = A[i, j]
+
+    mod = kiln.build(flat)
+    src = mod.inspect_source()
+    assert "kiln_check_count(" not in src
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    b = np.zeros(6, "float32")
+    mod["flat"](a, b)
+    np.testing.assert_array_equal(b, a.reshape(-1))
+    with pytest.raises(ValueError, match="b.shape"):
+        mod["flat"](a, np.zeros(5, "float32"))

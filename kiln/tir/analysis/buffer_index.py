@@ -65,5 +65,8 @@ def flat_index_dtype(buf: Buffer) -> DataType:
 
 def needs_count_check(buf: Buffer) -> bool:
     """Whether a tensor matching ``buf``'s declared shape may hold more elements than its flat
-    index type reaches, so the entry must check the element count."""
-    return max_extent(buf) - 1 > dtype_bound(flat_index_dtype(buf)).max_value
+    index type reaches, so the entry must check the element count. An int64 index reaches every
+    tensor that exists: its bytes lie in the address space (at most ``2**57``), so a count past
+    ``2**63 - 1`` is no tensor's (a ``(batch * seq,)`` buffer of int64 dims needs no check)."""
+    dtype = flat_index_dtype(buf)
+    return dtype.bits < 64 and max_extent(buf) - 1 > dtype_bound(dtype).max_value
