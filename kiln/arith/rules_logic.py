@@ -28,7 +28,7 @@ from kiln.arith.rules import (
     make_int,
 )
 from kiln.ir.structural import structural_equal
-from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, Not, Or, PrimExpr, as_const_int
+from kiln.tir.expr import EQ, GE, GT, LE, LT, NE, And, FloorMod, Not, Or, PrimExpr, as_const_int
 
 LOGIC = RuleSet("logic")
 
@@ -99,6 +99,23 @@ def _normalized(op: type, m: int, g: int) -> tuple[type, int] | None:
     if (strict[1] == 0) != (loose[1] == 0):
         return strict if strict[1] == 0 else loose
     return strict if op in (LT, GT) else loose
+
+
+@LOGIC.rule(LT, LE, GT, GE)
+def compare_mod_with_divisor(e: Any, ctx: RewriteContext) -> PrimExpr | None:
+    """``x % s < s`` -> ``True``, ``x % s >= s`` -> ``False`` (either side) when ``s >= 1``: a
+    floor modulo by a positive divisor lies in ``[0, s)``, also for a symbolic ``s`` whose
+    constant bound says nothing of the remainder's (a tile loop's ``(i % seq) < seq`` guard)."""
+    if not is_index(e.a.dtype) or not is_pure(e):
+        return None
+    op, a, b = type(e), e.a, e.b
+    if isinstance(b, FloorMod) and not isinstance(a, FloorMod):
+        op, a, b = FLIP[op], b, a
+    if not (isinstance(a, FloorMod) and structural_equal(a.b, b)):
+        return None
+    if ctx.const_int_bound(b).min_value < 1:
+        return None
+    return bool_const(op in (LT, LE))
 
 
 @LOGIC.rule(*_CMPS)

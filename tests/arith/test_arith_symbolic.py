@@ -94,3 +94,19 @@ def test_an_exact_multiple_of_a_dim_divides_without_bounds() -> None:
         for n_seq, n_batch in itertools.product((1, 2, 7), (1, 3)):
             env = {seq: n_seq, batch: n_batch}
             assert evaluate(got, env) == evaluate(e, env), (show(e), show(got), env)
+
+
+def test_a_remainder_is_below_its_positive_symbolic_divisor() -> None:
+    """``x % n < n`` holds (and ``x % n >= n`` fails) wherever ``n >= 1``: inside a loop over
+    ``batch * n`` iterations; where ``n`` may be 0 both stay."""
+    from kiln.tir import GE, GT, LT, const
+
+    n, i = Var("n", "int64"), Var("i", "int64")
+    ana = Analyzer({n: (0, 1 << 62), batch: (0, 1 << 62)})
+    rem = FloorMod(i, n)
+    assert not structural_equal(ana.simplify(LT(rem, n)), convert(True))
+    with ana.bound_scope(i, (const(0, "int64"), batch * n)):
+        assert structural_equal(ana.simplify(LT(rem, n)), convert(True))
+        assert structural_equal(ana.simplify(GT(n, rem)), convert(True))
+        assert structural_equal(ana.simplify(GE(rem, n)), convert(False))
+        assert not structural_equal(ana.simplify(LT(rem, n - 1)), convert(True))

@@ -54,7 +54,9 @@ def check_sums(rows: dict[str, tuple[float, float]]) -> None:
     # the rows are disjoint parts of the compile: they add up to no more than it took, and to
     # most of it (what is left out is a few lines between the phases)
     assert wall <= total + 0.01
-    assert wall >= 0.9 * total - 0.002 * len(phases)  # the table rounds to milliseconds
+    # the table rounds to milliseconds; a busy machine may preempt the process for a few
+    # milliseconds between two phases (a 7 ms warm load measured 3 ms in its rows under load)
+    assert wall >= 0.9 * total - 0.002 * len(phases) - 0.005
 
 
 def test_nested_phases_count_their_own_time_only() -> None:
