@@ -83,11 +83,11 @@ def place_guards(
     return _StripChecks().visit(out) if g.checks else out
 
 
-def guard_value(value: E.PrimExpr, where: str, pass_name: str) -> E.PrimExpr:
+def guard_value(value: E.PrimExpr, where: str, pass_name: str, dims: Any = None) -> E.PrimExpr:
     """``value`` (an entry check's expected dimension), or, where one of its divisors may be
     zero, ``select(divisors non-zero, value, min of its dtype)``: no dimension or stride equals
     that, so the entry reports a mismatch instead of trapping (module docstring)."""
-    g = _Guards(where, pass_name)
+    g = _Guards(where, pass_name, dims=dims)
     guards = g.expr(value)
     if not guards or not value.dtype.is_int:
         return value

@@ -83,7 +83,7 @@ class LowerIntrin(PrimFuncPass):
         out = func.with_body(lower.visit(body))
         if api is not None:  # the entry's shape checks are printed as C too
             checks = tuple(
-                replace(c, value=lower.visit(guard_value(c.value, gv.name_hint, self.name)))
+                replace(c, value=lower.visit(guard_value(c.value, gv.name_hint, self.name, dims)))
                 for c in api.checks
             )
             if any(a is not b for a, b in zip(checks, api.checks)):
